@@ -1,0 +1,565 @@
+"""Shared machinery for the benchmark suite.
+
+- timing: a warm-up call, then the median of an adaptive number of repeats;
+- the result model (Cell, Row, Section) that every area fills in;
+- rendering of sections as aligned Markdown tables (the terminal shows the same text);
+- machine details (CPU, cores, BLAS, thread settings, measured copy bandwidth);
+- a progress bar (tqdm when installed, plain lines otherwise).
+
+Nothing in this module knows about a particular dtype; the contenders live in ``_contenders.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+OURS = "ours"  # column key of bfloat16_dtype; every speedup is relative to it
+
+# --------------------------------------------------------------------------------------------
+# Configuration shared by all areas
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Settings:
+    """What a run measures and how hard it tries."""
+
+    quick: bool = False
+    sizes: list[int] | None = None  # --sizes override (element counts, or n for matmul)
+    threads: int | None = None
+    budget: float = 0.25  # seconds of timed repeats per cell (after warm-up)
+    max_repeats: int = 50
+    min_repeats: int = 3
+    slow_call: float = 1.0  # a call slower than this gets a single timed repeat
+    max_call: float = 3.0  # skip a cell whose estimated call time exceeds this
+    seed: int = 0
+
+    @classmethod
+    def for_mode(cls, quick: bool, **kwargs: Any) -> "Settings":
+        if quick:
+            return cls(quick=True, budget=0.01, max_repeats=10, slow_call=0.2, max_call=0.5, **kwargs)
+        return cls(quick=False, **kwargs)
+
+    def pick_sizes(self, full: list[int], quick: list[int]) -> list[int]:
+        if self.sizes:
+            return list(self.sizes)
+        return list(quick if self.quick else full)
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Timing:
+    seconds: float  # median of the timed repeats
+    repeats: int
+    spread: float  # (max - min) / median of the timed repeats, a rough noise indicator
+
+
+def measure(fn: Callable[[], object], settings: Settings) -> Timing:
+    """Warm up once, then time ``fn`` repeatedly and return the median.
+
+    The repeat count adapts to the warm-up time so that each cell costs about
+    ``settings.budget`` seconds; calls slower than ``settings.slow_call`` are timed once.
+    """
+    start = time.perf_counter()
+    fn()
+    warm = time.perf_counter() - start
+    if warm >= settings.slow_call:
+        repeats = 1
+    else:
+        repeats = int(settings.budget / max(warm, 1e-7))
+        repeats = max(settings.min_repeats, min(settings.max_repeats, repeats))
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    median = statistics.median(samples)
+    spread = (max(samples) - min(samples)) / median if median > 0 else 0.0
+    return Timing(median, repeats, spread)
+
+
+# --------------------------------------------------------------------------------------------
+# Result model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Cell:
+    """One contender's result for one row.
+
+    ``status`` is "ok", "error", "not installed", "skipped" or "n/a"; ``text`` is what the
+    table shows. Speed cells carry ``seconds`` (and ``rate`` in the section's rate unit),
+    accuracy cells carry ``value`` (an error or a computed result).
+    """
+
+    text: str
+    status: str = "ok"
+    seconds: float | None = None
+    rate: float | None = None
+    value: float | None = None
+    repeats: int | None = None
+    message: str | None = None
+
+    @classmethod
+    def timing(cls, t: Timing, rate: float | None = None, rate_unit: str | None = None) -> "Cell":
+        text = format_seconds(t.seconds)
+        if rate is not None and rate_unit:
+            text += f" ({format_rate(rate)} {rate_unit})"
+        return cls(text, seconds=t.seconds, rate=rate, repeats=t.repeats)
+
+    @classmethod
+    def number(cls, value: float, text: str | None = None) -> "Cell":
+        return cls(text if text is not None else format_number(value), value=float(value))
+
+    @classmethod
+    def error(cls, exc: BaseException | str) -> "Cell":
+        message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        message = " ".join(str(message).split())  # one line, whatever the exception said
+        return cls(f"error: {shorten(message, 70)}", status="error", message=message)
+
+    @classmethod
+    def missing(cls, status: str) -> "Cell":
+        """A contender that is not installed (or failed to import)."""
+        if status.startswith("error"):
+            return cls(shorten(status, 78), status="error", message=status)
+        return cls(status, status="not installed")
+
+    @classmethod
+    def skipped(cls, reason: str) -> "Cell":
+        return cls(f"skipped ({reason})", status="skipped", message=reason)
+
+    @classmethod
+    def not_applicable(cls, reason: str = "") -> "Cell":
+        return cls("—", status="n/a", message=reason or None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+@dataclasses.dataclass
+class Column:
+    key: str
+    label: str
+
+
+@dataclasses.dataclass
+class Row:
+    operation: str
+    size: str
+    cells: dict[str, Cell]
+    speedup: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "operation": self.operation,
+            "size": self.size,
+            "cells": {k: c.to_json() for k, c in self.cells.items()},
+            "speedup": self.speedup,
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclasses.dataclass
+class Task:
+    """A unit of work for the progress bar: computes one row of a section."""
+
+    label: str
+    run: Callable[[], Row]
+
+
+@dataclasses.dataclass
+class Section:
+    """One table of the report.
+
+    ``ratio_columns`` lists the contenders the speedup columns compare against: for each
+    key ``k`` a column "speedup vs k" = time(k) / time(ours). Sections of values (accuracy,
+    memory) leave it empty.
+    """
+
+    key: str
+    title: str
+    note: str
+    columns: list[Column]
+    ratio_columns: list[Column] = dataclasses.field(default_factory=list)
+    rows: list[Row] = dataclasses.field(default_factory=list)
+    tasks: list[Task] = dataclasses.field(default_factory=list)
+    rate_unit: str | None = None  # unit of Cell.rate in this section, e.g. "GFLOP/s"
+    show_rate: bool = True  # print the rate beside the time in the table
+
+    def add(self, label: str, run: Callable[[], Row]) -> None:
+        self.tasks.append(Task(f"{self.key}: {label}", run))
+
+    def fill_speedups(self, row: Row) -> None:
+        ours = row.cells.get(OURS)
+        for col in self.ratio_columns:
+            other = row.cells.get(col.key)
+            value = None
+            if ours and other and ours.seconds and other.seconds:
+                value = other.seconds / ours.seconds
+            row.speedup[col.key] = value
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "title": self.title,
+            "note": self.note,
+            "rate_unit": self.rate_unit,
+            "columns": [dataclasses.asdict(c) for c in self.columns],
+            "speedup_columns": [c.key for c in self.ratio_columns],
+            "rows": [r.to_json() for r in self.rows],
+        }
+
+
+class Skip(Exception):
+    """Raised by a cell's setup to skip it (e.g. too slow at this size); the message says why."""
+
+
+def run_cell(fn: Callable[[], Cell]) -> Cell:
+    """Run one contender's measurement; any exception becomes an "error: ..." cell."""
+    try:
+        return fn()
+    except Skip as exc:
+        return Cell.skipped(str(exc))
+    except Exception as exc:  # noqa: BLE001 -- the report must survive any failing op
+        return Cell.error(exc)
+
+
+@dataclasses.dataclass
+class Context:
+    """Everything an area needs: the settings, the contenders and shared input data."""
+
+    settings: Settings
+    contenders: list[Any]
+    copy_gbs: float = float("nan")
+    _cache: dict[Any, np.ndarray] = dataclasses.field(default_factory=dict)
+
+    def contender(self, key: str) -> Any:
+        return next(c for c in self.contenders if c.key == key)
+
+    def columns(self) -> list[Column]:
+        return [Column(c.key, c.label) for c in self.contenders]
+
+    def ratio_columns(self) -> list[Column]:
+        return [Column(c.key, c.label) for c in self.contenders if c.key in ("float32", "ml_dtypes")]
+
+    def uniform_f32(self, n: int, salt: int = 0) -> np.ndarray:
+        """n float32 values uniform in [0, 1), reproducible, cached (largest sizes dominate memory)."""
+        key = ("u32", n, salt)
+        if key not in self._cache:
+            for stale in [k for k in self._cache if k[1] != n]:
+                del self._cache[stale]  # keep only the current size's inputs alive
+            rng = np.random.default_rng([self.settings.seed, salt, n])
+            self._cache[key] = rng.random(n, dtype=np.float32)
+        return self._cache[key]
+
+    def rng(self, *salt: int) -> np.random.Generator:
+        return np.random.default_rng([self.settings.seed, *salt])
+
+
+def speed_row(
+    ctx: Context,
+    section: Section,
+    operation: str,
+    size: str,
+    setup: Callable[[Any], Callable[[], object]],
+    work: float | Callable[[Any], float] | None = None,
+    contenders: list[Any] | None = None,
+) -> Row:
+    """Time one operation for every contender.
+
+    ``setup(contender)`` prepares the inputs and returns the zero-argument call to time;
+    ``work`` (bytes, flops, ...; or a function of the contender giving it) divided by the
+    time gives the cell's rate, in units of 1e9 ``section.rate_unit``.
+    """
+    cells: dict[str, Cell] = {}
+    for c in contenders if contenders is not None else ctx.contenders:
+        if not c.available:
+            cells[c.key] = Cell.missing(c.status)
+            continue
+
+        def one(c: Any = c) -> Cell:
+            fn = setup(c)
+            t = measure(fn, ctx.settings)
+            amount = work(c) if callable(work) else work
+            rate = amount / t.seconds / 1e9 if amount else None
+            return Cell.timing(t, rate, section.rate_unit if section.show_rate else None)
+
+        cells[c.key] = run_cell(one)
+    row = Row(operation, size, cells)
+    section.fill_speedups(row)
+    return row
+
+
+# --------------------------------------------------------------------------------------------
+# Formatting
+# --------------------------------------------------------------------------------------------
+
+
+def shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_seconds(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+def format_rate(x: float) -> str:
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def format_number(x: float) -> str:
+    if x is None:
+        return "—"
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    if x == int(x) and abs(x) < 1e9:
+        return f"{int(x)}"
+    return f"{x:.4g}" if 1e-3 <= abs(x) < 1e6 else f"{x:.3e}"
+
+
+def format_bytes(n: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def format_count(n: int) -> str:
+    """2^24 for powers of two, 1e8 for powers of ten, else the number."""
+    if n > 0 and n & (n - 1) == 0 and n >= 1024:
+        return f"2^{n.bit_length() - 1}"
+    exponent = math.log10(n) if n > 0 else 0
+    if n >= 1000 and exponent == int(exponent):
+        return f"1e{int(exponent)}"
+    return str(n)
+
+
+def format_speedup(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def escape_md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """An aligned pipe table: valid Markdown, and readable as plain text in a terminal."""
+    header = [escape_md(h) for h in header]
+    rows = [[escape_md(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def render_section(section: Section) -> str:
+    header = ["operation", "size"] + [c.label for c in section.columns]
+    header += [f"speedup vs {c.label}" for c in section.ratio_columns]
+    body = []
+    for row in section.rows:
+        cells = [row.cells[c.key].text if c.key in row.cells else "—" for c in section.columns]
+        ratios = [format_speedup(row.speedup.get(c.key)) for c in section.ratio_columns]
+        body.append([row.operation, row.size] + cells + ratios)
+    parts = [f"## {section.title}", "", section.note.strip(), "", markdown_table(header, body)]
+    notes = [f"- {r.operation} ({r.size}): {r.note}" for r in section.rows if r.note]
+    if notes:
+        parts += ["", *notes]
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Machine details
+# --------------------------------------------------------------------------------------------
+
+THREAD_ENV_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        try:
+            import subprocess
+
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            )
+            if out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_flags() -> list[str]:
+    """The SIMD features that matter for 16-bit kernels, as the OS reports them."""
+    wanted = ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512bw", "amx_bf16", "avx_vnni")
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return [f for f in wanted if f in flags]
+    except OSError:
+        pass
+    return []
+
+
+def blas_description() -> str:
+    try:
+        config = np.show_config(mode="dicts")  # numpy >= 2
+        blas = config["Build Dependencies"]["blas"]
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001 -- older numpy: fall back below
+        return "unknown"
+
+
+def threadpool_description() -> list[str]:
+    try:
+        import threadpoolctl
+    except ImportError:
+        return ["threadpoolctl not installed"]
+    lines = []
+    for pool in threadpoolctl.threadpool_info():
+        lines.append(
+            f"{pool.get('internal_api')} {pool.get('version') or ''} "
+            f"({pool.get('user_api')}, {pool.get('threading_layer', '?')} threading, "
+            f"arch {pool.get('architecture', '?')}): {pool.get('num_threads')} threads"
+        )
+    return lines or ["no native thread pools detected"]
+
+
+def load_average() -> list[float] | None:
+    """1/5/15-minute load averages: other busy processes make timings noisy, so report them."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def copy_bandwidth(n_elements: int, settings: Settings) -> float:
+    """GB/s of np.copyto on float32 arrays, counting bytes read plus bytes written."""
+    src = np.random.default_rng(settings.seed).random(n_elements, dtype=np.float32)
+    dst = np.empty_like(src)
+    t = measure(lambda: np.copyto(dst, src), settings)
+    return 2 * src.nbytes / t.seconds / 1e9
+
+
+def machine_info(settings: Settings, contenders: Iterable[Any], bandwidth: float) -> dict[str, Any]:
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    info: dict[str, Any] = {
+        "cpu": cpu_model(),
+        "cpu_flags": cpu_flags(),
+        "logical_cores": os.cpu_count(),
+        "usable_cores": affinity,
+        "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": blas_description(),
+        "thread_pools": threadpool_description(),
+        "thread_env": {k: os.environ[k] for k in THREAD_ENV_VARS if k in os.environ},
+        "threads_option": settings.threads,
+        "load_average": load_average(),
+        "copy_bandwidth_gbs": bandwidth,
+        "contenders": {c.key: c.describe() for c in contenders},
+    }
+    return info
+
+
+def render_machine(info: dict[str, Any]) -> str:
+    env = ", ".join(f"{k}={v}" for k, v in info["thread_env"].items()) or "none set"
+    cores = f"{info['logical_cores']} logical"
+    if info.get("usable_cores") and info["usable_cores"] != info["logical_cores"]:
+        cores += f", {info['usable_cores']} usable by this process"
+    lines = [
+        f"- CPU: {info['cpu']} ({cores}); SIMD: {', '.join(info['cpu_flags']) or 'unknown'}",
+        f"- OS: {info['os']}; Python {info['python']}; NumPy {info['numpy']} with BLAS {info['blas']}",
+        f"- Thread pools: {'; '.join(info['thread_pools'])}",
+        f"- Thread settings: --threads {info['threads_option'] or 'not given (library defaults)'}; "
+        f"environment: {env}",
+        f"- Load average at start (1/5/15 min): "
+        f"{', '.join(map(str, info['load_average'])) if info.get('load_average') else 'unknown'}"
+        " (a load near the core count means other processes competed for the CPU)",
+        f"- Measured copy bandwidth (np.copyto, float32, read + write): "
+        f"{info['copy_bandwidth_gbs']:.1f} GB/s",
+    ]
+    for key, desc in info["contenders"].items():
+        lines.append(f"- Contender `{key}`: {desc}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Progress
+# --------------------------------------------------------------------------------------------
+
+
+def progress(tasks: list[Task], enabled: bool = True) -> Iterator[Task]:
+    """Yield tasks while showing progress on stderr (tqdm if installed, else plain lines)."""
+    if not enabled:
+        yield from tasks
+        return
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None:
+        bar = tqdm(total=len(tasks), file=sys.stderr, unit="row", dynamic_ncols=True, leave=True)
+        try:
+            for task in tasks:
+                bar.set_description_str(shorten(task.label, 40))
+                yield task
+                bar.update(1)
+        finally:
+            bar.close()
+        return
+    width = len(str(len(tasks)))
+    for i, task in enumerate(tasks, 1):
+        print(f"[{i:>{width}}/{len(tasks)}] {task.label}", file=sys.stderr, flush=True)
+        yield task

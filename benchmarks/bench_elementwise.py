@@ -1,0 +1,95 @@
+"""Conversions to and from float32, and elementwise ufuncs into preallocated outputs.
+
+Both are memory-bound, so the rate shown is GB/s of traffic (bytes read + bytes written),
+comparable with the machine's copy bandwidth printed at the top of the report.
+"""
+
+from __future__ import annotations
+
+from _harness import Context, Section, format_count, speed_row
+
+FULL_SIZES = [2**24]
+QUICK_SIZES = [2**16]
+
+
+def build_convert(ctx: Context) -> Section:
+    section = Section(
+        key="convert",
+        title="Conversion to and from float32",
+        note=(
+            "Time per call of `np.copyto(dst, src, casting='unsafe')` into a preallocated array "
+            "(torch: `dst.copy_(src)`), and GB/s of traffic (bytes read + bytes written). "
+            "The float32 column is a plain float32 → float32 copy, i.e. the machine's copy "
+            f"bandwidth (measured at start-up: {ctx.copy_gbs:.1f} GB/s). "
+            "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+        ),
+        columns=ctx.columns(),
+        ratio_columns=ctx.ratio_columns(),
+        rate_unit="GB/s",
+    )
+    for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
+        size = format_count(n)
+
+        def to_dtype(c, n=n):
+            src = c.source_f32(ctx.uniform_f32(n))
+            dst = c.empty(n)
+            return lambda: c.cast_into(dst, src)
+
+        def to_f32(c, n=n):
+            src = c.from_f32(ctx.uniform_f32(n))
+            dst = c.empty_f32(n)
+            return lambda: c.cast_into(dst, src)
+
+        def traffic(c, n=n):
+            return n * (4 + c.itemsize())
+
+        for op, setup in (("float32 → dtype", to_dtype), ("dtype → float32", to_f32)):
+            section.add(
+                f"{op} {size}",
+                lambda op=op, setup=setup, size=size, traffic=traffic: speed_row(
+                    ctx, section, op, size, setup, work=traffic
+                ),
+            )
+    return section
+
+
+def build_elementwise(ctx: Context) -> Section:
+    section = Section(
+        key="elementwise",
+        title="Elementwise ufuncs (into preallocated out=)",
+        note=(
+            "Time per call of `np.add(a, b, out=c)`, `np.multiply(a, b, out=c)`, `np.exp(a, out=c)` "
+            "(torch: `torch.add/mul/exp(..., out=c)`) on arrays of the contender's dtype, and GB/s "
+            "of traffic (inputs + output). "
+            "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+        ),
+        columns=ctx.columns(),
+        ratio_columns=ctx.ratio_columns(),
+        rate_unit="GB/s",
+    )
+    for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
+        size = format_count(n)
+        for name, arity in (("add", 2), ("multiply", 2), ("exp", 1)):
+
+            def setup(c, n=n, name=name, arity=arity):
+                op = getattr(c, name)
+                a = c.from_f32(ctx.uniform_f32(n, 0))
+                out = c.empty(n)
+                if arity == 2:
+                    b = c.from_f32(ctx.uniform_f32(n, 1))
+                    return lambda: op(a, b, out)
+                return lambda: op(a, out)
+
+            def traffic(c, n=n, arity=arity):
+                return n * c.itemsize() * (arity + 1)
+
+            section.add(
+                f"{name} {size}",
+                lambda name=name, setup=setup, size=size, traffic=traffic: speed_row(
+                    ctx, section, name, size, setup, work=traffic
+                ),
+            )
+    return section
+
+
+AREAS = {"convert": build_convert, "elementwise": build_elementwise}

@@ -1,0 +1,43 @@
+"""Sorting: np.sort and np.argsort of uniform random values."""
+
+from __future__ import annotations
+
+from _harness import Context, Section, format_count, speed_row
+
+FULL_SIZES = [2**24]
+QUICK_SIZES = [2**16]
+
+
+def build_sort(ctx: Context) -> Section:
+    section = Section(
+        key="sort",
+        title="Sorting",
+        note=(
+            "Time per call of `np.sort(a)` and `np.argsort(a)` (torch: `torch.sort(a)`, which also "
+            "returns the indices, and `torch.argsort(a)`) on uniform random values. Calls slower than a second are timed once after the warm-up. "
+            "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+        ),
+        columns=ctx.columns(),
+        ratio_columns=ctx.ratio_columns(),
+        rate_unit="Gelem/s",
+        show_rate=False,
+    )
+    for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
+        size = format_count(n)
+        for name in ("sort", "argsort"):
+
+            def setup(c, n=n, name=name):
+                op = getattr(c, name)
+                a = c.from_f32(ctx.uniform_f32(n))
+                return lambda: op(a)
+
+            section.add(
+                f"{name} {size}",
+                lambda name=name, setup=setup, size=size, n=n: speed_row(
+                    ctx, section, name, size, setup, work=n
+                ),
+            )
+    return section
+
+
+AREAS = {"sort": build_sort}

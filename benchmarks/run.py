@@ -1,0 +1,251 @@
+"""Benchmark bfloat16_dtype against float32, float16, ml_dtypes and torch on this machine.
+
+    python benchmarks/run.py                 # full report, a few minutes
+    python benchmarks/run.py --quick         # CI-sized, seconds
+    python benchmarks/run.py --only matmul,sort --threads 1 --json results.json
+
+Prints the report on the terminal and writes it as Markdown (``report.md``) plus PNG plots to
+``benchmarks/results/`` (or ``--out-dir``). Contenders that are not installed, and features of
+our own package that fail, appear in the report as "not installed" / "error: ..." cells; the run
+itself does not fail because of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+AREAS_IN_ORDER = [
+    "memory",
+    "accuracy",
+    "convert",
+    "elementwise",
+    "reductions",
+    "sort",
+    "matmul",
+    "matvec",
+]
+
+
+def parse_size(text: str) -> int:
+    """'4096', '2^20', '2**20', '1e6', '64k', '16M' -> int."""
+    t = text.strip().lower().replace("_", "")
+    match = re.fullmatch(r"(\d+)\s*(?:\^|\*\*)\s*(\d+)", t)
+    if match:
+        value = int(match.group(1)) ** int(match.group(2))
+    elif t and t[-1] in "kmg" and t[:-1].isdigit():
+        value = int(t[:-1]) * {"k": 2**10, "m": 2**20, "g": 2**30}[t[-1]]
+    else:
+        try:
+            value = int(float(t))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a size: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return value
+
+
+def parse_sizes(text: str) -> list[int]:
+    return [parse_size(part) for part in text.split(",") if part.strip()]
+
+
+def parse_areas(text: str) -> list[str]:
+    areas = [a.strip() for a in text.split(",") if a.strip()]
+    unknown = [a for a in areas if a not in AREAS_IN_ORDER]
+    if unknown or not areas:
+        raise argparse.ArgumentTypeError(
+            f"unknown area(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(AREAS_IN_ORDER)}"
+        )
+    return areas
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Benchmark report: bfloat16_dtype vs float32, float16, ml_dtypes and torch.",
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and few repeats (CI, < 30 s)")
+    parser.add_argument(
+        "--only",
+        type=parse_areas,
+        metavar="AREAS",
+        help=f"comma-separated areas to run: {','.join(AREAS_IN_ORDER)} (default: all)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        metavar="LIST",
+        help="comma-separated sizes overriding the defaults, e.g. 2^20,2^24: element counts for "
+        "vector operations, n for n×n matmul, n×n for matvec",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="thread count for BLAS/OpenMP (set before libraries load) and torch",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write machine-readable results here")
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=HERE / "results",
+        metavar="DIR",
+        help="where report.md and the plots go (default: benchmarks/results)",
+    )
+    parser.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    args = parser.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
+    return args
+
+
+def apply_thread_limit(threads: int) -> None:
+    # Native thread pools read these when the library loads, so this runs before numpy is imported.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.threads:
+        apply_thread_limit(args.threads)
+    started = time.perf_counter()
+
+    # Overflow to inf and the like are results here (the pitfalls table shows them), not noise.
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    import _harness as h
+    from _contenders import load_contenders
+    from _plots import make_plots
+    import bench_accuracy
+    import bench_elementwise
+    import bench_matmul
+    import bench_memory
+    import bench_reductions
+    import bench_sort
+
+    builders = {}
+    for module in (bench_memory, bench_accuracy, bench_elementwise, bench_reductions, bench_sort, bench_matmul):
+        builders.update(module.AREAS)
+    areas = [a for a in AREAS_IN_ORDER if a in (args.only or AREAS_IN_ORDER)]  # report order is fixed
+
+    limiter = None
+    if args.threads:
+        try:
+            import threadpoolctl
+
+            limiter = threadpoolctl.threadpool_limits(args.threads)
+        except ImportError:
+            pass
+
+    settings = h.Settings.for_mode(args.quick, sizes=args.sizes, threads=args.threads)
+    contenders = load_contenders(args.threads)
+    log = (lambda msg: None) if args.no_progress else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    log("measuring copy bandwidth ...")
+    bandwidth = h.copy_bandwidth(2**20 if args.quick else 2**24, settings)
+    ctx = h.Context(settings, contenders, copy_gbs=bandwidth)
+    machine = h.machine_info(settings, contenders, bandwidth)
+
+    sections: list[h.Section] = []
+    for area in areas:
+        built = builders[area](ctx)
+        sections.extend(built if isinstance(built, list) else [built])
+
+    tasks = [(s, t) for s in sections for t in s.tasks]
+    task_of = {id(t): s for s, t in tasks}
+    for task in h.progress([t for _, t in tasks], enabled=not args.no_progress):
+        section = task_of[id(task)]
+        try:
+            row = task.run()
+        except Exception as exc:  # noqa: BLE001 -- one broken row must not end the report
+            error = h.Cell.error(exc)
+            row = h.Row(task.label.split(": ", 1)[-1], "—", {c.key: error for c in section.columns})
+        section.rows.append(row)
+    if limiter is not None:
+        limiter.restore_original_limits()
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    plots, plot_note = ([], "plots disabled (--no-plots)") if args.no_plots else make_plots(
+        sections, args.out_dir, bandwidth
+    )
+    elapsed = time.perf_counter() - started
+    command = "python benchmarks/run.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+    report = render_report(h, sections, machine, settings, command, elapsed, plots, plot_note)
+    print(report)
+    (args.out_dir / "report.md").write_text(report + "\n", encoding="utf-8")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "schema": 1,
+            "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": command,
+            "mode": "quick" if args.quick else "full",
+            "elapsed_seconds": elapsed,
+            "machine": machine,
+            "settings": {
+                "quick": settings.quick,
+                "sizes": settings.sizes,
+                "threads": settings.threads,
+                "areas": areas,
+                "budget_seconds_per_cell": settings.budget,
+                "max_seconds_per_call": settings.max_call,
+            },
+            "sections": [s.to_json() for s in sections],
+            "plots": [name for name, _ in plots],
+        }
+        args.json.write_text(json.dumps(strict_json(payload), indent=2) + "\n", encoding="utf-8")
+    log(f"done in {elapsed:.1f} s; report written to {args.out_dir / 'report.md'}")
+    return 0
+
+
+def strict_json(value):
+    """Replace inf/nan (not valid JSON) by the strings "inf", "-inf", "nan"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
+
+
+def render_report(h, sections, machine, settings, command, elapsed, plots, plot_note) -> str:
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    mode = "quick (CI-sized inputs; timings are not representative)" if settings.quick else "full"
+    parts = [
+        "# bfloat16_dtype benchmark report",
+        "",
+        f"Generated {date} by `{command}` in {elapsed:.0f} s ({mode} mode).",
+        "",
+        "**How to read the tables.** Times are the median of repeated calls after one warm-up call "
+        "(calls slower than a second are timed once). *Speedup vs X* = X's time ÷ bfloat16_dtype's "
+        "time: above 1 means bfloat16_dtype is faster than X, below 1 slower. Accuracy tables show "
+        "errors (lower is better) side by side. A cell reads *not installed* when an optional "
+        "contender is missing, *skipped* when it would be too slow at that size, and *error: ...* "
+        "when the operation raised.",
+        "",
+        "## Machine",
+        "",
+        h.render_machine(machine),
+    ]
+    for section in sections:
+        parts += ["", h.render_section(section)]
+    if plots or plot_note:
+        parts += ["", "## Plots", ""]
+        for name, caption in plots:
+            parts += [f"![{caption}]({name})", "", f"*{caption}*", ""]
+        if plot_note:
+            parts += [plot_note]
+    return "\n".join(parts).rstrip()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

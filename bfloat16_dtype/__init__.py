@@ -1,0 +1,34 @@
+"""bfloat16_dtype: a native bfloat16 dtype for NumPy.
+
+>>> import numpy as np
+>>> from bfloat16_dtype import bfloat16
+>>> x = np.array([1.5, 2, 3.14159], dtype=bfloat16)
+>>> x
+array([1.5 , 2.  , 3.14], dtype=bfloat16)
+>>> (x * 0.5).dtype
+dtype(bfloat16)
+>>> np.ones(100000, bfloat16).sum()    # accumulates in float32, rounds once
+bfloat16(9.98e+04)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _ext
+from ._ext import bfloat16
+from ._finfo import register_finfo
+from ._printing import install as _install_printing
+
+__version__ = "0.1.0"
+
+#: The registered numpy dtype, ``np.dtype(bfloat16)``.
+dtype: np.dtype = np.dtype(bfloat16)
+
+# np.dtype("bfloat16") resolves through numpy's table of scalar type names.
+np.sctypeDict["bfloat16"] = bfloat16
+
+#: ``np.finfo(bfloat16)``: the same object numpy returns.
+finfo: np.finfo = register_finfo(bfloat16, dtype)
+_install_printing(bfloat16)
+
+__all__ = ["bfloat16", "dtype", "finfo", "__version__"]

@@ -1,0 +1,178 @@
+/*
+ * bf16.h - the bfloat16 number: bit-exact conversions, rounding modes, classification.
+ *
+ * Pure C (no Python, no NumPy). A bfloat16 is carried as its raw 16 bits (bf16_t), the top half
+ * of an IEEE float32. Every other file converts through these functions, so there is exactly one
+ * definition of how a value rounds.
+ */
+#ifndef BF16_H
+#define BF16_H
+
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#include <fenv.h>
+
+typedef uint16_t bf16_t;
+
+#define BF16_SIGN 0x8000u
+#define BF16_ABS 0x7fffu
+#define BF16_INF 0x7f80u
+#define BF16_NINF 0xff80u
+#define BF16_QNAN 0x7fc0u
+#define BF16_MAX 0x7f7fu
+
+static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint64_t f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static inline double f64_from_bits(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+/* bfloat16 -> float32 is exact: the 16 bits become the high half. */
+static inline float bf16_to_f32(bf16_t h) { return f32_from_bits((uint32_t)h << 16); }
+static inline double bf16_to_f64(bf16_t h) { return (double)bf16_to_f32(h); }
+
+static inline int bf16_isnan(bf16_t h) { return (h & BF16_ABS) > BF16_INF; }
+static inline int bf16_isinf(bf16_t h) { return (h & BF16_ABS) == BF16_INF; }
+static inline int bf16_isfinite(bf16_t h) { return (h & BF16_ABS) < BF16_INF; }
+static inline int bf16_iszero(bf16_t h) { return (h & BF16_ABS) == 0; }
+static inline int bf16_signbit(bf16_t h) { return (h & BF16_SIGN) != 0; }
+
+/*
+ * float32 bits -> bfloat16, round to nearest, ties to even. Branch-free so loops vectorise.
+ * Adding 0x7fff plus the lowest kept bit carries into the kept half exactly when the dropped
+ * half is above one half, or equal to it with an odd kept half. Finite values past the
+ * halfway point above the largest finite carry into the exponent and become inf, as IEEE says.
+ * NaN keeps its sign and is forced quiet, so no payload can truncate to inf.
+ */
+static inline bf16_t bf16_round_bits_rne(uint32_t u)
+{
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t quiet_nan = (u >> 16) | 0x0040u;
+    return (bf16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? quiet_nan : rounded);
+}
+static inline bf16_t f32_to_bf16(float f) { return bf16_round_bits_rne(f32_bits(f)); }
+
+/* Round toward zero (truncation): what naive code does. NaN still stays a quiet NaN. */
+static inline bf16_t f32_to_bf16_trunc(float f)
+{
+    uint32_t u = f32_bits(f);
+    return (bf16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? ((u >> 16) | 0x0040u) : (u >> 16));
+}
+
+/*
+ * Stochastic rounding: round away from zero with probability (dropped bits) / 2^16, given 16
+ * uniformly random bits. Unbiased in expectation. inf and NaN are returned unchanged (quiet).
+ */
+static inline bf16_t f32_to_bf16_stochastic(float f, uint16_t random16)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x0040u);
+    if ((u & 0x7fffffffu) == 0x7f800000u) return (bf16_t)(u >> 16);
+    return (bf16_t)((u + (uint32_t)random16) >> 16);
+}
+
+/* Flush bfloat16 subnormals to signed zero (the TPU conversion mode). */
+static inline bf16_t bf16_flush_subnormal(bf16_t h)
+{
+    return ((h & 0x7f80u) == 0) ? (bf16_t)(h & BF16_SIGN) : h;
+}
+
+/*
+ * float64 -> bfloat16 with a single rounding. First narrow to float32 with round-to-odd
+ * (truncate, then set the lowest bit if anything was lost): float32 keeps 24 bits >= 8 + 2, so
+ * a following round-to-nearest-even to bfloat16 gives the correctly rounded result, including
+ * subnormals and overflow.
+ */
+static inline float f64_to_f32_round_odd(double d)
+{
+    float f = (float)d;
+    if (isnan(d)) return f;
+    double fd = (double)f;
+    if (fd == d) return f;
+    uint32_t u = f32_bits(f);
+    if (fabs(fd) > fabs(d)) u -= 1; /* rounded away from zero: step back toward zero */
+    u |= 1u;                         /* inexact: make it odd */
+    return f32_from_bits(u);
+}
+static inline bf16_t f64_to_bf16(double d)
+{
+    if (isnan(d)) {
+        uint64_t b = f64_bits(d);
+        return (bf16_t)(((b >> 48) & BF16_SIGN) | BF16_QNAN);
+    }
+    return f32_to_bf16(f64_to_f32_round_odd(d));
+}
+
+/* Unsigned 64-bit integer -> double with round-to-odd, so the final rounding happens once. */
+static inline double u64_to_f64_round_odd(uint64_t m)
+{
+    if (m < (1ull << 53)) return (double)m;
+    int shift = 64 - 53 - __builtin_clzll(m); /* bits below the 53 we keep */
+    uint64_t kept = m >> shift;
+    if (m & ((1ull << shift) - 1)) kept |= 1u;
+    return ldexp((double)kept, shift);
+}
+static inline bf16_t u64_to_bf16(uint64_t m) { return f64_to_bf16(u64_to_f64_round_odd(m)); }
+static inline bf16_t i64_to_bf16(int64_t v)
+{
+    uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    bf16_t h = u64_to_bf16(m);
+    return v < 0 ? (bf16_t)(h | BF16_SIGN) : h;
+}
+
+/* True when rounding the finite float32 `f` to bfloat16 produced an infinity (an overflow). */
+static inline int bf16_overflowed(float f, bf16_t h)
+{
+    return bf16_isinf(h) && isfinite(f);
+}
+
+/* Raise IEEE flags so NumPy's errstate machinery reports them like for float16. */
+static inline void bf16_raise_overflow(void) { feraiseexcept(FE_OVERFLOW); }
+static inline void bf16_raise_invalid(void) { feraiseexcept(FE_INVALID); }
+
+
+/* ---- IEEE float16 (numpy's half), for the casts between the two 16-bit formats ---------- */
+
+/* float16 bits -> float32, exact. */
+static inline float f16_bits_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return f32_from_bits(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        float v = (float)m * 5.9604644775390625e-08f; /* m * 2^-24, exact */
+        return sign ? -v : v;
+    }
+    return f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* float32 -> float16 bits, round to nearest even; *overflow set when a finite value became inf. */
+static inline uint16_t f32_to_f16_bits(float f, int *overflow)
+{
+    uint32_t u = f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x477ff000u) { *overflow = 1; return (uint16_t)(sign | 0x7c00u); } /* >= 65520 */
+    if (a >= 0x38800000u) {                                                   /* normal */
+        uint32_t b = a - (112u << 23);
+        return (uint16_t)(sign | ((b + 0xfffu + ((b >> 13) & 1u)) >> 13));
+    }
+    if (a <= 0x33000000u) return sign;                                         /* <= 2^-25 */
+    uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - (a >> 23);
+    uint32_t r = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (r & 1u))) r++;
+    return (uint16_t)(sign | r);
+}
+
+/* Total order key used by sorting: NaNs last, -0.0 and +0.0 equal (numpy compares them equal). */
+static inline uint16_t bf16_sort_key(bf16_t h)
+{
+    if (bf16_isnan(h)) return 0xffffu;
+    if ((h & BF16_ABS) == 0) h = 0;
+    return (h & BF16_SIGN) ? (uint16_t)(~h) : (uint16_t)(h | BF16_SIGN);
+}
+
+#endif /* BF16_H */

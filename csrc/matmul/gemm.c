@@ -1,0 +1,531 @@
+/*
+ * gemm.c - driver of the bfloat16 GEMM/GEMV: problem normalisation, path choice, blocking loops,
+ * workspace, threads, runtime CPU dispatch, and the portable kernels.
+ *
+ * Design notes are in README.md next to this file.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
+#endif
+#include "gemm.h"
+#include "gemm_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------------------------------
+ * Portable kernels. Same summation order as the SIMD ones (see gemm_internal.h).
+ * ---------------------------------------------------------------------------------------------- */
+
+static void ukernel_portable(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                             int accumulate)
+{
+    float t[BG_MR][BG_NR];
+    for (int i = 0; i < BG_MR; i++)
+        for (int j = 0; j < BG_NR; j++) t[i][j] = 0.0f;
+    for (int64_t k = 0; k < kc; k++) {
+        const float *ak = a + k * BG_MR, *bk = b + k * BG_NR;
+        for (int i = 0; i < BG_MR; i++) {
+            float ai = ak[i];
+            for (int j = 0; j < BG_NR; j++) t[i][j] += ai * bk[j];
+        }
+    }
+    for (int i = 0; i < BG_MR; i++) {
+        float *ci = c + i * ldc;
+        for (int j = 0; j < BG_NR; j++) ci[j] = accumulate ? ci[j] + t[i][j] : t[i][j];
+    }
+}
+
+void bg_pack_a_generic(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+{
+    for (int64_t ir = 0; ir < mc; ir += BG_MR) {
+        int64_t mr = mc - ir < BG_MR ? mc - ir : BG_MR;
+        for (int64_t i = 0; i < BG_MR; i++) {
+            float *d = dst + i;
+            if (i < mr) {
+                const unsigned char *row = a->p + (i0 + ir + i) * a->rs + p0 * a->cs;
+                for (int64_t k = 0; k < kc; k++) d[k * BG_MR] = bg_load(row + k * a->cs);
+            } else {
+                for (int64_t k = 0; k < kc; k++) d[k * BG_MR] = 0.0f;
+            }
+        }
+        dst += BG_MR * kc;
+    }
+}
+
+void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+{
+    for (int64_t jr = 0; jr < nc; jr += BG_NR) {
+        int64_t nr = nc - jr < BG_NR ? nc - jr : BG_NR;
+        for (int64_t k = 0; k < kc; k++) {
+            const unsigned char *row = b->p + (p0 + k) * b->rs + (j0 + jr) * b->cs;
+            float *d = dst + k * BG_NR;
+            int64_t j = 0;
+            for (; j < nr; j++) d[j] = bg_load(row + j * b->cs);
+            for (; j < BG_NR; j++) d[j] = 0.0f;
+        }
+        dst += BG_NR * kc;
+    }
+}
+
+/* Dot products with 16 interleaved lane sums (lane l takes k = l mod 16), lanes l and l+8 added,
+ * then bg_hsum8: the order the AVX2 kernel uses. */
+static void gemv_rows_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                               int64_t kpad, int64_t n, const bg_out *c)
+{
+    for (int64_t i = i0; i < i1; i++) {
+        const unsigned char *row = a->p + i * a->rs;
+        for (int64_t j = 0; j < n; j++) {
+            const float *v = vt + j * kpad;
+            float acc[BG_GEMV_KU];
+            for (int l = 0; l < BG_GEMV_KU; l++) acc[l] = 0.0f;
+            for (int64_t k = 0; k < kpad; k += BG_GEMV_KU)
+                for (int l = 0; l < BG_GEMV_KU; l++) {
+                    float x = k + l < K ? bg_load(row + (k + l) * 2) : 0.0f;
+                    acc[l] += x * v[k + l];
+                }
+            float lanes[8];
+            for (int l = 0; l < 8; l++) lanes[l] = acc[l] + acc[l + 8];
+            bg_store(c, i, j, bg_hsum8(lanes));
+        }
+    }
+}
+
+static void gemv_cols_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
+                               int64_t n, const bg_out *c)
+{
+    for (int64_t i = i0; i < i1; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; k++) acc += bg_load(a->p + i * a->rs + k * a->cs) * v[k * n + j];
+            bg_store(c, i, j, acc);
+        }
+    }
+}
+
+static const bg_kernels kernels_portable = {
+    "portable 6x16", ukernel_portable, bg_pack_a_generic, bg_pack_b_generic,
+    gemv_rows_portable, gemv_cols_portable,
+};
+
+/* ------------------------------------------------------------------------------------------------
+ * Runtime dispatch and thread count
+ * ---------------------------------------------------------------------------------------------- */
+
+static const bg_kernels *select_kernels(void)
+{
+#ifdef BG_HAVE_X86
+    static atomic_int choice; /* 0 unknown, 1 portable, 2 avx2 */
+    int c = atomic_load_explicit(&choice, memory_order_relaxed);
+    if (c == 0) {
+        __builtin_cpu_init();
+        c = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 2 : 1;
+        if (getenv("BFLOAT16_DTYPE_GEMM_PORTABLE")) c = 1; /* testing hook: force the portable path */
+        atomic_store_explicit(&choice, c, memory_order_relaxed);
+    }
+    return c == 2 ? &bg_kernels_avx2 : &kernels_portable;
+#else
+    return &kernels_portable;
+#endif
+}
+
+const char *bf16_gemm_kernel_name(void) { return select_kernels()->name; }
+
+static atomic_int g_num_threads; /* 0: not chosen yet */
+
+static int default_num_threads(void)
+{
+    const char *s = getenv("BFLOAT16_DTYPE_NUM_THREADS");
+    if (s && *s) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        while (*end == ' ' || *end == '\t' || *end == '\n') end++;
+        if (errno == 0 && *end == '\0' && v >= 1 && v <= 1024) return (int)v;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > 1024) n = 1024;
+    return (int)n;
+}
+
+int bf16_gemm_get_num_threads(void)
+{
+    int n = atomic_load(&g_num_threads);
+    if (n >= 1) return n;
+    n = default_num_threads();
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&g_num_threads, &expected, n)) n = expected;
+    return n;
+}
+
+void bf16_gemm_set_num_threads(int n)
+{
+    if (n >= 1) atomic_store(&g_num_threads, n > 1024 ? 1024 : n);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Problem description and plan
+ * ---------------------------------------------------------------------------------------------- */
+
+#define BG_ALIGN 64
+#define BG_MAX_THREADS 1024
+#define BG_STACK_BYTES (40 * 1024)      /* small problems run from a stack buffer: no malloc */
+#define BG_GEMM_MT_FLOPS 3000000.0      /* below this a GEMM runs on one thread */
+#define BG_GEMV_MT_BYTES (512 * 1024)   /* below this many matrix bytes a GEMV runs on one thread */
+#define BG_GEMV_MAXN 4                  /* GEMV path for n <= this many right-hand columns */
+#define BG_GEMV_COLS_CHUNK 2048         /* floats of y kept in L1 by the M-contiguous GEMV */
+
+typedef struct bg_problem_s {
+    int64_t M, N, K;
+    bg_view a, b;
+    bg_out c;
+} bg_problem;
+
+static void transpose_problem(bg_problem *p)
+{
+    bg_problem t = *p;
+    p->M = t.N;
+    p->N = t.M;
+    p->a.p = t.b.p, p->a.rs = t.b.cs, p->a.cs = t.b.rs;
+    p->b.p = t.a.p, p->b.rs = t.a.cs, p->b.cs = t.a.rs;
+    p->c.rs = t.c.cs, p->c.cs = t.c.rs;
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+enum { PATH_GEMM = 0, PATH_GEMV_ROWS = 1, PATH_GEMV_COLS = 2 };
+
+typedef struct {
+    int path;
+    int nthreads;
+    /* GEMM */
+    int direct;         /* float32 C with unit column stride: the micro-kernel updates C in place */
+    int use_tile;       /* K > KC and not direct: accumulate in a per-thread float32 tile */
+    int split_m;        /* threads split rows (else columns) */
+    int64_t chunk;      /* rows or columns per thread */
+    int64_t mb, nc;     /* rows per outer block, columns per B panel */
+    int64_t ws_b, ws_a, ws_tile, ws_thread; /* bytes, each a multiple of BG_ALIGN */
+    /* GEMV */
+    int64_t kpad;
+    int64_t ws_v;
+    int64_t ws_threads; /* offset of the thread bookkeeping (tasks, ids) in the workspace */
+    int64_t ws_total;
+} bg_plan;
+
+typedef struct {
+    const struct bg_problem_s *p;
+    const bg_plan *pl;
+    const bg_kernels *kt;
+    int64_t m0, m1, n0, n1;
+    unsigned char *ws;       /* this thread's workspace */
+    const float *v;          /* GEMV: packed vector block (shared, read only) */
+    pthread_t tid;
+    int started;
+} bg_task;
+
+/* Thread bookkeeping lives at the end of the workspace, so one allocation covers the call. */
+static void add_thread_bookkeeping(bg_plan *pl)
+{
+    pl->ws_threads = pl->ws_total;
+    if (pl->nthreads > 1) pl->ws_total += round_up((int64_t)sizeof(bg_task) * pl->nthreads, BG_ALIGN);
+}
+
+static int gemv_layout(const bg_view *a)
+{
+    if (a->cs == 2) return PATH_GEMV_ROWS;
+    if (a->rs == 2) return PATH_GEMV_COLS;
+    return PATH_GEMM;
+}
+
+/* Workspace of one GEMM thread owning rows/columns of size m x n. */
+static void gemm_sizes(bg_plan *pl, int64_t m, int64_t n, int64_t K)
+{
+    int64_t kc = min64(BG_KC, K);
+    int64_t nc = min64(pl->nc, n);
+    pl->ws_b = round_up(kc * round_up(nc, BG_NR) * 4, BG_ALIGN);
+    pl->ws_a = round_up(round_up(min64(BG_MC, m), BG_MR) * kc * 4, BG_ALIGN);
+    pl->ws_tile = pl->use_tile ? round_up(round_up(min64(pl->mb, m), BG_MR) * round_up(nc, BG_NR) * 4, BG_ALIGN) : 0;
+    pl->ws_thread = pl->ws_b + pl->ws_a + pl->ws_tile;
+}
+
+/* Decide path, threads and workspace. May transpose the problem (C^T = B^T A^T). */
+static void make_plan(bg_problem *p, int nthreads, bg_plan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    /* Prefer C with contiguous rows: the micro-kernel writes rows. */
+    int64_t esz = p->c.bf16 ? 2 : 4;
+    if (p->c.cs != esz && p->c.rs == esz) transpose_problem(p);
+
+    /* Matrix-vector products: stream the big operand once. */
+    if (p->N <= BG_GEMV_MAXN && p->M > BG_GEMV_MAXN && gemv_layout(&p->a) != PATH_GEMM) {
+        pl->path = gemv_layout(&p->a);
+    } else if (p->M <= BG_GEMV_MAXN && p->N > BG_GEMV_MAXN && gemv_layout(&(bg_view){p->b.p, p->b.cs, p->b.rs}) != PATH_GEMM) {
+        transpose_problem(p);
+        pl->path = gemv_layout(&p->a);
+    }
+
+    if (pl->path != PATH_GEMM) {
+        int64_t n = p->N;
+        pl->kpad = round_up(p->K, BG_GEMV_KU);
+        int64_t vfloats = pl->path == PATH_GEMV_ROWS ? pl->kpad * n : p->K * n;
+        pl->ws_v = round_up(vfloats * 4, BG_ALIGN);
+        double bytes = 2.0 * (double)p->M * (double)p->K;
+        int64_t t = bytes < BG_GEMV_MT_BYTES ? 1 : nthreads;
+        t = min64(t, ceil_div(p->M, 64));
+        pl->nthreads = (int)max64(t, 1);
+        pl->chunk = round_up(ceil_div(p->M, pl->nthreads), 8);
+        pl->nthreads = (int)ceil_div(p->M, pl->chunk);
+        pl->ws_total = pl->ws_v;
+        add_thread_bookkeeping(pl);
+        return;
+    }
+
+    pl->direct = !p->c.bf16 && p->c.cs == 4 && p->c.rs % 4 == 0 && ((uintptr_t)p->c.p % 4) == 0;
+    pl->use_tile = !pl->direct && p->K > BG_KC;
+    pl->nc = pl->use_tile ? BG_TILE_N : BG_NC;
+    pl->mb = pl->use_tile ? BG_TILE_M : INT64_MAX;
+
+    double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
+    int64_t t = flops < BG_GEMM_MT_FLOPS ? 1 : nthreads;
+    pl->split_m = p->M >= p->N;
+    int64_t len = pl->split_m ? p->M : p->N, unit = pl->split_m ? BG_MR : BG_NR;
+    t = min64(t, ceil_div(len, unit));
+    pl->nthreads = (int)max64(t, 1);
+    pl->chunk = round_up(ceil_div(len, pl->nthreads), unit);
+    pl->nthreads = (int)ceil_div(len, pl->chunk);
+    if (pl->split_m)
+        gemm_sizes(pl, pl->chunk, p->N, p->K);
+    else
+        gemm_sizes(pl, p->M, pl->chunk, p->K);
+    pl->ws_total = pl->ws_thread * pl->nthreads;
+    add_thread_bookkeeping(pl);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * GEMM
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Write out an mr x nr block of float32 values (row stride ld) to C at (i0, j0). */
+static void write_block(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                        int64_t mr, int64_t nr)
+{
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++) bg_store(c, i0 + i, j0 + j, t[i * ld + j]);
+}
+
+static void gemm_thread(const bg_task *tk)
+{
+    const bg_problem *p = tk->p;
+    const bg_plan *pl = tk->pl;
+    const bg_kernels *kt = tk->kt;
+    const int64_t K = p->K;
+    float *bp = (float *)(void *)tk->ws;
+    float *ap = (float *)(void *)(tk->ws + pl->ws_b);
+    float *tile = (float *)(void *)(tk->ws + pl->ws_b + pl->ws_a);
+    float buf[BG_MR * BG_NR] __attribute__((aligned(32)));
+    float *cf = (float *)(void *)p->c.p; /* only dereferenced when pl->direct */
+    const int64_t ldc = p->c.rs / 4;
+
+    for (int64_t ib = tk->m0; ib < tk->m1; ib += min64(pl->mb, tk->m1 - ib)) {
+        int64_t mb = min64(pl->mb, tk->m1 - ib);
+        for (int64_t jc = tk->n0; jc < tk->n1; jc += pl->nc) {
+            int64_t nc = min64(pl->nc, tk->n1 - jc);
+            int64_t ldt = round_up(nc, BG_NR);
+            for (int64_t pc = 0; pc < K; pc += BG_KC) {
+                int64_t kc = min64(BG_KC, K - pc);
+                int acc = pc > 0;
+                kt->pack_b(&p->b, pc, kc, jc, nc, bp);
+                for (int64_t ic = ib; ic < ib + mb; ic += BG_MC) {
+                    int64_t mc = min64(BG_MC, ib + mb - ic);
+                    kt->pack_a(&p->a, ic, mc, pc, kc, ap);
+                    for (int64_t jr = 0; jr < nc; jr += BG_NR) {
+                        int64_t nr = min64(BG_NR, nc - jr);
+                        const float *bpj = bp + jr * kc;
+                        for (int64_t ir = 0; ir < mc; ir += BG_MR) {
+                            int64_t mr = min64(BG_MR, mc - ir);
+                            const float *api = ap + ir * kc;
+                            int64_t i = ic + ir, j = jc + jr;
+                            if (pl->use_tile) {
+                                kt->ukernel(kc, api, bpj, tile + (i - ib) * ldt + jr, ldt, acc);
+                            } else if (pl->direct && mr == BG_MR && nr == BG_NR) {
+                                kt->ukernel(kc, api, bpj, cf + i * ldc + j, ldc, acc);
+                            } else if (pl->direct) {
+                                kt->ukernel(kc, api, bpj, buf, BG_NR, 0);
+                                for (int64_t r = 0; r < mr; r++) {
+                                    float *crow = cf + (i + r) * ldc + j;
+                                    for (int64_t s = 0; s < nr; s++)
+                                        crow[s] = acc ? crow[s] + buf[r * BG_NR + s] : buf[r * BG_NR + s];
+                                }
+                            } else { /* K <= KC: the block is final, round it straight out */
+                                kt->ukernel(kc, api, bpj, buf, BG_NR, 0);
+                                write_block(&p->c, i, j, buf, BG_NR, mr, nr);
+                            }
+                        }
+                    }
+                }
+            }
+            if (pl->use_tile) write_block(&p->c, ib, jc, tile, ldt, mb, nc);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * GEMV
+ * ---------------------------------------------------------------------------------------------- */
+
+static void pack_vector(const bg_problem *p, const bg_plan *pl, float *v)
+{
+    int64_t K = p->K, n = p->N;
+    if (pl->path == PATH_GEMV_ROWS) { /* column j contiguous in k, zero padded */
+        for (int64_t j = 0; j < n; j++) {
+            float *d = v + j * pl->kpad;
+            for (int64_t k = 0; k < K; k++) d[k] = bg_load(p->b.p + k * p->b.rs + j * p->b.cs);
+            for (int64_t k = K; k < pl->kpad; k++) d[k] = 0.0f;
+        }
+    } else { /* row k contiguous in j */
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < n; j++) v[k * n + j] = bg_load(p->b.p + k * p->b.rs + j * p->b.cs);
+    }
+}
+
+static void gemv_thread(const bg_task *tk)
+{
+    const bg_problem *p = tk->p;
+    if (tk->pl->path == PATH_GEMV_ROWS)
+        tk->kt->gemv_rows(&p->a, tk->m0, tk->m1, p->K, tk->v, tk->pl->kpad, p->N, &p->c);
+    else
+        tk->kt->gemv_cols(&p->a, tk->m0, tk->m1, p->K, tk->v, p->N, &p->c);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Threads: one pthread per extra share, created per call (only for work above the thresholds).
+ * ---------------------------------------------------------------------------------------------- */
+
+static void run_task(const bg_task *tk)
+{
+    if (tk->pl->path == PATH_GEMM)
+        gemm_thread(tk);
+    else
+        gemv_thread(tk);
+}
+
+static void *thread_main(void *arg)
+{
+    run_task((const bg_task *)arg);
+    return NULL;
+}
+
+static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernels *kt, unsigned char *ws,
+                         const float *v)
+{
+    int nt = pl->nthreads;
+    bg_task *tasks = (bg_task *)(void *)(ws + pl->ws_threads);
+    int64_t len = (pl->path != PATH_GEMM || pl->split_m) ? p->M : p->N;
+    for (int t = 0; t < nt; t++) {
+        bg_task tk = {p, pl, kt, 0, p->M, 0, p->N, ws, v};
+        int64_t lo = t * pl->chunk, hi = min64(len, lo + pl->chunk);
+        if (pl->path != PATH_GEMM || pl->split_m)
+            tk.m0 = lo, tk.m1 = hi;
+        else
+            tk.n0 = lo, tk.n1 = hi;
+        if (pl->path == PATH_GEMM) tk.ws = ws + (int64_t)t * pl->ws_thread;
+        tasks[t] = tk;
+        tasks[t].started = t > 0 && pthread_create(&tasks[t].tid, NULL, thread_main, &tasks[t]) == 0;
+    }
+    run_task(&tasks[0]);
+    for (int t = 1; t < nt; t++) {
+        if (tasks[t].started)
+            pthread_join(tasks[t].tid, NULL);
+        else
+            run_task(&tasks[t]); /* thread creation failed: do the share here, same result */
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Entry points
+ * ---------------------------------------------------------------------------------------------- */
+
+static void write_zeros(const bg_problem *p)
+{
+    for (int64_t i = 0; i < p->M; i++)
+        for (int64_t j = 0; j < p->N; j++) bg_store(&p->c, i, j, 0.0f);
+}
+
+int bf16_gemm(int64_t M, int64_t N, int64_t K,
+              const void *A, int64_t a_rs, int64_t a_cs,
+              const void *B, int64_t b_rs, int64_t b_cs,
+              void *C, int64_t c_rs, int64_t c_cs, int c_is_bf16, int nthreads)
+{
+    if (M <= 0 || N <= 0) return 0;
+    bg_problem p = {M, N, K, {A, a_rs, a_cs}, {B, b_rs, b_cs}, {C, c_rs, c_cs, c_is_bf16 != 0}};
+    if (K <= 0) {
+        write_zeros(&p);
+        return 0;
+    }
+    if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
+    if (nthreads > BG_MAX_THREADS) nthreads = BG_MAX_THREADS;
+    /* Sizes beyond this cannot describe real memory; refusing them keeps every size product in range. */
+    if (K > (INT64_C(1) << 40) || M > (INT64_C(1) << 40) || N > (INT64_C(1) << 40)) return -1;
+
+    const bg_kernels *kt = select_kernels();
+    bg_plan pl;
+    make_plan(&p, nthreads, &pl);
+
+    unsigned char stack_ws[BG_STACK_BYTES] __attribute__((aligned(BG_ALIGN)));
+    unsigned char *ws = stack_ws;
+    void *heap = NULL;
+    if (pl.ws_total > BG_STACK_BYTES) {
+        if ((uint64_t)pl.ws_total > (uint64_t)SIZE_MAX || posix_memalign(&heap, BG_ALIGN, (size_t)pl.ws_total) != 0)
+            return -1;
+        ws = heap;
+    }
+    const float *v = NULL;
+    if (pl.path != PATH_GEMM) {
+        pack_vector(&p, &pl, (float *)(void *)ws);
+        v = (const float *)(void *)ws;
+    }
+    if (pl.nthreads <= 1) {
+        bg_task tk = {&p, &pl, kt, 0, p.M, 0, p.N, ws, v};
+        run_task(&tk);
+    } else {
+        run_parallel(&p, &pl, kt, ws, v);
+    }
+    free(heap);
+    return 0;
+}
+
+int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
+{
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    if (K > (INT64_C(1) << 40) || M > (INT64_C(1) << 40) || N > (INT64_C(1) << 40)) return 0;
+    if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
+    if (nthreads > BG_MAX_THREADS) nthreads = BG_MAX_THREADS;
+    /* The plan depends on strides only through the path taken; take the largest over the paths
+     * (both orientations, direct or tiled output, GEMV of either operand). */
+    static const unsigned char dummy[4];
+    int64_t best = 0;
+    for (int orient = 0; orient < 2; orient++)
+        for (int variant = 0; variant < 4; variant++) {
+            bg_problem p;
+            int64_t m = orient ? N : M, n = orient ? M : N;
+            /* variant 0: float32 direct; 1: bf16 output (tiled when K > KC);
+             * 2: GEMV with A K-contiguous; 3: GEMV with A M-contiguous. */
+            p.M = m, p.N = n, p.K = K;
+            p.a = (bg_view){dummy, variant == 3 ? 2 : 2 * K, variant == 3 ? 2 * m : 2};
+            p.b = (bg_view){dummy, 2 * n, 2};
+            p.c = (bg_out){(unsigned char *)NULL, 4 * n, 4, variant == 1};
+            if (variant == 1) p.c.rs = 2 * n, p.c.cs = 2;
+            bg_plan pl;
+            make_plan(&p, nthreads, &pl);
+            if (pl.ws_total > best) best = pl.ws_total;
+        }
+    return best > BG_STACK_BYTES ? best : 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * gemm.h - mixed-precision matrix multiplication for bfloat16 operands.
+ *
+ * Pure C (no Python, no NumPy). Inputs are bfloat16 bit patterns, products and sums are float32,
+ * the output is float32 or bfloat16 rounded once. See README.md in this folder for the design.
+ */
+#ifndef BF16_GEMM_H
+#define BF16_GEMM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C[M,N] = A[M,K] @ B[K,N]. A and B hold bfloat16 bits (uint16_t). All strides are in BYTES and may be
+ * negative or zero (zero = broadcast) or not multiples of 2 (unaligned data: read with memcpy or unaligned loads).
+ * Products are exact in float32, sums accumulate in float32. The output is written (overwritten, not added):
+ * if c_is_bf16, each element is the float32 accumulator rounded once to bfloat16 (round-nearest-even via f32_to_bf16);
+ * otherwise the float32 accumulator itself. K == 0 writes zeros. M == 0 or N == 0 does nothing.
+ * nthreads <= 0 means "use bf16_gemm_get_num_threads()". Returns 0, or -1 if memory could not be allocated
+ * (nothing else can fail). Must not touch Python; the caller releases the GIL around it. Thread-safe: may be
+ * called concurrently from several threads with identical results (results must not depend on thread count
+ * either — partition so each output element's summation order is the same whatever the thread count).
+ * C must not overlap A or B. */
+int bf16_gemm(int64_t M, int64_t N, int64_t K,
+              const void *A, int64_t a_rs, int64_t a_cs,
+              const void *B, int64_t b_rs, int64_t b_cs,
+              void *C, int64_t c_rs, int64_t c_cs, int c_is_bf16, int nthreads);
+
+/* default: env BFLOAT16_DTYPE_NUM_THREADS if set and valid, else number of online CPUs */
+int bf16_gemm_get_num_threads(void);
+/* n >= 1 (smaller values are ignored); stored atomically */
+void bf16_gemm_set_num_threads(int n);
+/* upper bound of the extra (heap) memory one call with these arguments allocates, in bytes */
+int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
+/* which micro-kernel runtime dispatch chose: "avx2-fma 6x16" or "portable 6x16" */
+const char *bf16_gemm_kernel_name(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BF16_GEMM_H */

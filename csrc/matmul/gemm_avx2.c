@@ -1,0 +1,342 @@
+/*
+ * gemm_avx2.c - AVX2/FMA kernels: the 6x16 micro-kernel, bf16->f32 widening packers and the GEMV
+ * kernels. Compiled for the baseline target like every other file; each function carries
+ * target("avx2,fma") and is only called after runtime dispatch found both features.
+ */
+#include "gemm_internal.h"
+
+#ifdef BG_HAVE_X86
+#include <immintrin.h>
+
+#define BG_TARGET __attribute__((target("avx2,fma")))
+#define BG_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
+
+/* 8 bfloat16 (16 bytes, any alignment) -> 8 float32: zero-extend to 32 bits, shift into the high half. */
+BG_INLINE __m256 widen8(const unsigned char *p)
+{
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Micro-kernel: 6 rows x 16 columns, 12 accumulators, one broadcast of A and two loads of B per k.
+ * ---------------------------------------------------------------------------------------------- */
+
+BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                                   int accumulate)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+    for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+
+#define BG_STEP(k)                                                                                  \
+    do {                                                                                            \
+        __m256 b0 = _mm256_load_ps(b + (k) * 16), b1 = _mm256_load_ps(b + (k) * 16 + 8);         \
+        __m256 av = _mm256_broadcast_ss(a + (k) * 6 + 0);                                          \
+        c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);                   \
+        av = _mm256_broadcast_ss(a + (k) * 6 + 1);                                                 \
+        c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);                   \
+        av = _mm256_broadcast_ss(a + (k) * 6 + 2);                                                 \
+        c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);                   \
+        av = _mm256_broadcast_ss(a + (k) * 6 + 3);                                                 \
+        c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);                   \
+        av = _mm256_broadcast_ss(a + (k) * 6 + 4);                                                 \
+        c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);                   \
+        av = _mm256_broadcast_ss(a + (k) * 6 + 5);                                                 \
+        c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);                   \
+    } while (0)
+
+    int64_t k = 0;
+    for (; k + 4 <= kc; k += 4) {
+        _mm_prefetch((const char *)(a + 6 * 32), _MM_HINT_T0);
+        BG_STEP(0);
+        BG_STEP(1);
+        BG_STEP(2);
+        BG_STEP(3);
+        a += 4 * 6;
+        b += 4 * 16;
+    }
+    for (; k < kc; k++) {
+        BG_STEP(0);
+        a += 6;
+        b += 16;
+    }
+#undef BG_STEP
+
+#define BG_OUT(r, x0, x1)                                                                           \
+    do {                                                                                            \
+        float *cr = c + (r) * ldc;                                                                  \
+        if (accumulate) {                                                                           \
+            x0 = _mm256_add_ps(_mm256_loadu_ps(cr), x0);                                            \
+            x1 = _mm256_add_ps(_mm256_loadu_ps(cr + 8), x1);                                        \
+        }                                                                                           \
+        _mm256_storeu_ps(cr, x0);                                                                   \
+        _mm256_storeu_ps(cr + 8, x1);                                                               \
+    } while (0)
+    BG_OUT(0, c00, c01);
+    BG_OUT(1, c10, c11);
+    BG_OUT(2, c20, c21);
+    BG_OUT(3, c30, c31);
+    BG_OUT(4, c40, c41);
+    BG_OUT(5, c50, c51);
+#undef BG_OUT
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Packing with widening
+ * ---------------------------------------------------------------------------------------------- */
+
+/* In-register transpose of an 8x8 float block held in r[0..7]. */
+BG_INLINE void transpose8(__m256 r[8])
+{
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+{
+    if (a->cs != 2) { /* K not contiguous: the generic packer (rows of A are read with stride) */
+        bg_pack_a_generic(a, i0, mc, p0, kc, dst);
+        return;
+    }
+    /* Rows contiguous in k: widen 8 k of each of 6 rows, transpose 8x8 (two rows unused), store
+     * 6 floats per k. */
+    int64_t ir = 0;
+    for (; ir + BG_MR <= mc; ir += BG_MR) {
+        const unsigned char *rp[BG_MR];
+        for (int i = 0; i < BG_MR; i++) rp[i] = a->p + (i0 + ir + i) * a->rs + p0 * 2;
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int i = 0; i < BG_MR; i++) r[i] = widen8(rp[i] + k * 2);
+            r[6] = _mm256_setzero_ps();
+            r[7] = _mm256_setzero_ps();
+            transpose8(r);
+            float *d = dst + k * BG_MR;
+            for (int q = 0; q < 8; q++) {
+                _mm_storeu_ps(d + q * BG_MR, _mm256_castps256_ps128(r[q]));
+                _mm_storel_pi((__m64 *)(void *)(d + q * BG_MR + 4), _mm256_extractf128_ps(r[q], 1));
+            }
+        }
+        for (; k < kc; k++)
+            for (int i = 0; i < BG_MR; i++) dst[k * BG_MR + i] = bg_load(rp[i] + k * 2);
+        dst += BG_MR * kc;
+    }
+    if (ir < mc) bg_pack_a_generic(a, i0 + ir, mc - ir, p0, kc, dst);
+}
+
+BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+{
+    int64_t jr = 0;
+    if (b->cs == 2) { /* rows contiguous in j: 16 bf16 per k, widen and store */
+        for (; jr + BG_NR <= nc; jr += BG_NR) {
+            const unsigned char *src = b->p + p0 * b->rs + (j0 + jr) * 2;
+            for (int64_t k = 0; k < kc; k++) {
+                const unsigned char *s = src + k * b->rs;
+                _mm256_store_ps(dst + k * BG_NR, widen8(s));
+                _mm256_store_ps(dst + k * BG_NR + 8, widen8(s + 16));
+            }
+            dst += BG_NR * kc;
+        }
+    } else if (b->rs == 2) { /* columns contiguous in k: widen 8 k of 8 columns, transpose */
+        for (; jr + BG_NR <= nc; jr += BG_NR) {
+            const unsigned char *src = b->p + p0 * 2 + (j0 + jr) * b->cs;
+            int64_t k = 0;
+            for (; k + 8 <= kc; k += 8) {
+                for (int h = 0; h < 2; h++) {
+                    __m256 r[8];
+                    for (int j = 0; j < 8; j++) r[j] = widen8(src + (h * 8 + j) * b->cs + k * 2);
+                    transpose8(r);
+                    for (int q = 0; q < 8; q++) _mm256_store_ps(dst + (k + q) * BG_NR + h * 8, r[q]);
+                }
+            }
+            for (; k < kc; k++)
+                for (int j = 0; j < BG_NR; j++) dst[k * BG_NR + j] = bg_load(src + j * b->cs + k * 2);
+            dst += BG_NR * kc;
+        }
+    }
+    if (jr < nc) bg_pack_b_generic(b, p0, kc, j0 + jr, nc - jr, dst);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * GEMV, K contiguous: dot products of R rows with NJ vector columns at once. Each dot product keeps
+ * two 8-lane accumulators (k mod 16 < 8 and >= 8), added lane-wise at the end, then bg_hsum8.
+ * ---------------------------------------------------------------------------------------------- */
+
+BG_INLINE void dot_block(const unsigned char *const *rows, int R, const float *const *vs, int NJ,
+                         int64_t K, float *out /* [R][NJ] */)
+{
+    __m256 acc[4][4][2];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < NJ; j++) acc[r][j][0] = acc[r][j][1] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m256 x[4][2];
+        for (int r = 0; r < R; r++) {
+            x[r][0] = widen8(rows[r] + k * 2);
+            x[r][1] = widen8(rows[r] + k * 2 + 16);
+        }
+        for (int j = 0; j < NJ; j++) {
+            __m256 v0 = _mm256_load_ps(vs[j] + k), v1 = _mm256_load_ps(vs[j] + k + 8);
+            for (int r = 0; r < R; r++) {
+                acc[r][j][0] = _mm256_fmadd_ps(x[r][0], v0, acc[r][j][0]);
+                acc[r][j][1] = _mm256_fmadd_ps(x[r][1], v1, acc[r][j][1]);
+            }
+        }
+    }
+    if (k < K) { /* tail: copy the last < 16 elements into a zero padded buffer (no over-read) */
+        for (int r = 0; r < R; r++) {
+            unsigned char tmp[32] __attribute__((aligned(32))) = {0};
+            memcpy(tmp, rows[r] + k * 2, (size_t)(K - k) * 2);
+            __m256 x0 = widen8(tmp), x1 = widen8(tmp + 16);
+            for (int j = 0; j < NJ; j++) {
+                acc[r][j][0] = _mm256_fmadd_ps(x0, _mm256_load_ps(vs[j] + k), acc[r][j][0]);
+                acc[r][j][1] = _mm256_fmadd_ps(x1, _mm256_load_ps(vs[j] + k + 8), acc[r][j][1]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < NJ; j++) {
+            float lanes[8];
+            _mm256_storeu_ps(lanes, _mm256_add_ps(acc[r][j][0], acc[r][j][1]));
+            out[r * NJ + j] = bg_hsum8(lanes);
+        }
+}
+
+#define BG_DOT_INSTANCE(R, NJ)                                                                      \
+    BG_TARGET static void dot_##R##x##NJ(const unsigned char *const *rows, const float *const *vs,  \
+                                         int64_t K, float *out)                                    \
+    {                                                                                               \
+        dot_block(rows, R, vs, NJ, K, out);                                                         \
+    }
+BG_DOT_INSTANCE(4, 1)
+BG_DOT_INSTANCE(1, 1)
+BG_DOT_INSTANCE(2, 2)
+BG_DOT_INSTANCE(1, 2)
+BG_DOT_INSTANCE(2, 3)
+BG_DOT_INSTANCE(1, 3)
+BG_DOT_INSTANCE(1, 4)
+#undef BG_DOT_INSTANCE
+
+typedef void (*dot_fn)(const unsigned char *const *, const float *const *, int64_t, float *);
+
+BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                                     int64_t kpad, int64_t n, const bg_out *c)
+{
+    /* Row block R and column group NJ per n: at most 12 accumulators. */
+    int R, NJ;
+    dot_fn full, one;
+    switch (n) {
+    case 1: R = 4, NJ = 1, full = dot_4x1, one = dot_1x1; break;
+    case 2: R = 2, NJ = 2, full = dot_2x2, one = dot_1x2; break;
+    case 3: R = 2, NJ = 3, full = dot_2x3, one = dot_1x3; break;
+    default: R = 1, NJ = 4, full = dot_1x4, one = dot_1x4; break;
+    }
+    for (int64_t i = i0; i < i1;) {
+        int r = (i + R <= i1) ? R : 1;
+        dot_fn f = (r == R) ? full : one;
+        const unsigned char *rows[4];
+        for (int q = 0; q < r; q++) rows[q] = a->p + (i + q) * a->rs;
+        for (int64_t j = 0; j < n; j += NJ) {
+            int nj = (int)(n - j < NJ ? n - j : NJ);
+            float out[16];
+            const float *vs[4];
+            for (int q = 0; q < nj; q++) vs[q] = vt + (j + q) * kpad;
+            if (nj == NJ) {
+                f(rows, vs, K, out);
+                for (int q = 0; q < r; q++)
+                    for (int s = 0; s < nj; s++) bg_store(c, i + q, j + s, out[q * NJ + s]);
+            } else { /* leftover columns: one at a time, row by row (same per-element order) */
+                for (int q = 0; q < r; q++)
+                    for (int s = 0; s < nj; s++) {
+                        dot_1x1(&rows[q], &vs[s], K, out);
+                        bg_store(c, i + q, j + s, out[0]);
+                    }
+            }
+        }
+        i += r;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * GEMV, M contiguous: y[i, :] accumulates row k of A times V[k, :] for k = 0, 1, ... in order.
+ * A chunk of y stays in L1 while four rows of A stream through it.
+ * ---------------------------------------------------------------------------------------------- */
+
+#define BG_COLS_CHUNK 2048 /* floats of y per pass */
+
+BG_TARGET static void gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
+                                     int64_t n, const bg_out *c)
+{
+    float y[BG_COLS_CHUNK] __attribute__((aligned(32)));
+    int64_t w = (BG_COLS_CHUNK / n) / 8 * 8; /* rows of y per pass, multiple of 8 */
+    for (int64_t ib = i0; ib < i1; ib += w) {
+        int64_t m = i1 - ib < w ? i1 - ib : w;
+        int64_t mv = m / 8 * 8; /* vector part; the rest (< 8 rows) is scalar, same order */
+        for (int64_t t = 0; t < w * n; t++) y[t] = 0.0f;
+        const unsigned char *base = a->p + ib * 2;
+        int64_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            const unsigned char *r0 = base + k * a->cs, *r1 = r0 + a->cs, *r2 = r1 + a->cs, *r3 = r2 + a->cs;
+            const float *vk = v + k * n;
+            for (int64_t j = 0; j < n; j++) {
+                __m256 v0 = _mm256_broadcast_ss(vk + j), v1 = _mm256_broadcast_ss(vk + n + j);
+                __m256 v2 = _mm256_broadcast_ss(vk + 2 * n + j), v3 = _mm256_broadcast_ss(vk + 3 * n + j);
+                float *yj = y + j * w;
+                for (int64_t i = 0; i < mv; i += 8) {
+                    __m256 s = _mm256_load_ps(yj + i);
+                    s = _mm256_fmadd_ps(widen8(r0 + i * 2), v0, s);
+                    s = _mm256_fmadd_ps(widen8(r1 + i * 2), v1, s);
+                    s = _mm256_fmadd_ps(widen8(r2 + i * 2), v2, s);
+                    s = _mm256_fmadd_ps(widen8(r3 + i * 2), v3, s);
+                    _mm256_store_ps(yj + i, s);
+                }
+                for (int64_t i = mv; i < m; i++) {
+                    float s = yj[i];
+                    s += bg_load(r0 + i * 2) * vk[j];
+                    s += bg_load(r1 + i * 2) * vk[n + j];
+                    s += bg_load(r2 + i * 2) * vk[2 * n + j];
+                    s += bg_load(r3 + i * 2) * vk[3 * n + j];
+                    yj[i] = s;
+                }
+            }
+        }
+        for (; k < K; k++) {
+            const unsigned char *r0 = base + k * a->cs;
+            const float *vk = v + k * n;
+            for (int64_t j = 0; j < n; j++) {
+                __m256 v0 = _mm256_broadcast_ss(vk + j);
+                float *yj = y + j * w;
+                for (int64_t i = 0; i < mv; i += 8)
+                    _mm256_store_ps(yj + i, _mm256_fmadd_ps(widen8(r0 + i * 2), v0, _mm256_load_ps(yj + i)));
+                for (int64_t i = mv; i < m; i++) yj[i] += bg_load(r0 + i * 2) * vk[j];
+            }
+        }
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++) bg_store(c, ib + i, j, y[j * w + i]);
+    }
+}
+
+const bg_kernels bg_kernels_avx2 = {
+    "avx2-fma 6x16", ukernel_avx2, pack_a_avx2, pack_b_avx2, gemv_rows_avx2, gemv_cols_avx2,
+};
+
+#endif /* BG_HAVE_X86 */

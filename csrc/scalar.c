@@ -1,0 +1,503 @@
+/*
+ * scalar.c - the bfloat16 scalar type: a subclass of np.floating holding 16 bits.
+ * Arithmetic between scalars is inherited from np.generic (it goes through the registered
+ * ufunc loops and promoters, so scalars and arrays follow one promotion table).
+ */
+#include "module.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <errno.h>
+
+PyObject *
+bf16_scalar_from_bits(bf16_t bits)
+{
+    PyBFloat16Object *obj =
+            (PyBFloat16Object *)PyBFloat16_Type.tp_alloc(&PyBFloat16_Type, 0);
+    if (obj == NULL) {
+        return NULL;
+    }
+    obj->value = bits;
+    return (PyObject *)obj;
+}
+
+/* Parse a numeric string the way float() does, then round once to bfloat16. */
+static int
+bf16_from_string(PyObject *str, bf16_t *out)
+{
+    PyObject *f = PyFloat_FromString(str);
+    if (f == NULL) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "could not convert string to bfloat16: %R", str);
+        return -1;
+    }
+    double d = PyFloat_AS_DOUBLE(f);
+    Py_DECREF(f);
+    *out = f64_to_bf16(d);
+    return 0;
+}
+
+/* Integers round once, exactly, however wide they are. */
+static int
+bf16_from_pylong(PyObject *obj, bf16_t *out)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (!overflow) {
+        *out = i64_to_bf16((int64_t)v);
+        return 0;
+    }
+    unsigned long long u = PyLong_AsUnsignedLongLong(obj);
+    if (!(u == (unsigned long long)-1 && PyErr_Occurred())) {
+        *out = u64_to_bf16((uint64_t)u);
+        return 0;
+    }
+    PyErr_Clear();
+    /* Wider than 64 bits: keep the top 64 bits plus a sticky bit, then round once. */
+    int neg = overflow < 0;
+    PyObject *mag = neg ? PyNumber_Negative(obj) : (Py_INCREF(obj), obj);
+    if (mag == NULL) {
+        return -1;
+    }
+    int64_t nbits = (int64_t)_PyLong_NumBits(mag);
+    if (nbits < 0) {
+        Py_DECREF(mag);
+        return -1;
+    }
+    if (nbits > 129) { /* beyond 2^129 every bfloat16 rounding is inf */
+        Py_DECREF(mag);
+        *out = neg ? BF16_NINF : BF16_INF;
+        return 0;
+    }
+    PyObject *shift = PyLong_FromLongLong(nbits - 64);
+    PyObject *top = shift ? PyNumber_Rshift(mag, shift) : NULL;
+    PyObject *back = top ? PyNumber_Lshift(top, shift) : NULL;
+    int sticky = back ? PyObject_RichCompareBool(back, mag, Py_NE) : -1;
+    unsigned long long t = top ? PyLong_AsUnsignedLongLong(top) : 0;
+    Py_XDECREF(shift);
+    Py_XDECREF(top);
+    Py_XDECREF(back);
+    Py_DECREF(mag);
+    if (sticky < 0 || PyErr_Occurred()) {
+        return -1;
+    }
+    double d = ldexp(u64_to_f64_round_odd(t | (uint64_t)(sticky ? 1 : 0)), (int)(nbits - 64));
+    bf16_t h = f64_to_bf16(d);
+    *out = neg ? (bf16_t)(h | BF16_SIGN) : h;
+    return 0;
+}
+
+int
+bf16_from_object(PyObject *obj, bf16_t *out)
+{
+    if (PyBFloat16_Check(obj)) {
+        *out = ((PyBFloat16Object *)obj)->value;
+        return 0;
+    }
+    if (PyBool_Check(obj)) {
+        *out = (obj == Py_True) ? 0x3f80 : 0;
+        return 0;
+    }
+    if (PyFloat_Check(obj)) {
+        *out = f64_to_bf16(PyFloat_AS_DOUBLE(obj));
+        return 0;
+    }
+    if (PyLong_Check(obj)) {
+        return bf16_from_pylong(obj, out);
+    }
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+        return bf16_from_string(obj, out);
+    }
+    if (PyArray_IsScalar(obj, Bool)) {
+        *out = PyObject_IsTrue(obj) ? 0x3f80 : 0;
+        return 0;
+    }
+    if (PyArray_IsScalar(obj, Half)) {
+        /* float16 -> float32 exactly, then one rounding */
+        *out = f32_to_bf16(f16_bits_to_f32(((PyHalfScalarObject *)obj)->obval));
+        return 0;
+    }
+    if (PyArray_IsScalar(obj, Float)) {
+        *out = f32_to_bf16(((PyFloatScalarObject *)obj)->obval);
+        return 0;
+    }
+    if (PyArray_IsScalar(obj, LongDouble)) {
+        long double v = ((PyLongDoubleScalarObject *)obj)->obval;
+        /* round-to-odd to double keeps the final rounding single (64-bit mantissa >= 53) */
+        double d = (double)v;
+        if (!isnan(d) && isfinite(d) && (long double)d != v) {
+            uint64_t b = f64_bits(d);
+            if (fabsl((long double)d) > fabsl(v)) b -= 1;
+            d = f64_from_bits(b | 1u);
+        }
+        *out = f64_to_bf16(d);
+        return 0;
+    }
+    if (PyArray_IsScalar(obj, Integer)) {
+        PyObject *as_int = PyNumber_Index(obj);
+        if (as_int == NULL) {
+            return -1;
+        }
+        int r = bf16_from_pylong(as_int, out);
+        Py_DECREF(as_int);
+        return r;
+    }
+    if (PyArray_IsScalar(obj, Floating)) { /* float64 and other floating scalars */
+        double d = PyFloat_AsDouble(obj);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        *out = f64_to_bf16(d);
+        return 0;
+    }
+    if (PyComplex_Check(obj) || PyArray_IsScalar(obj, ComplexFloating)) {
+        PyErr_Format(PyExc_TypeError,
+                     "cannot convert complex value %R to bfloat16; take .real first", obj);
+        return -1;
+    }
+    if (PyArray_Check(obj)) {
+        PyArrayObject *arr = (PyArrayObject *)obj;
+        if (PyArray_NDIM(arr) != 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "only 0-d arrays can be converted to a bfloat16 scalar, got shape %R",
+                         PyObject_GetAttrString(obj, "shape"));
+            return -1;
+        }
+        PyObject *item = PyArray_GETITEM(arr, PyArray_DATA(arr));
+        if (item == NULL) {
+            return -1;
+        }
+        int r = PyArray_Check(item) ? -1 : bf16_from_object(item, out);
+        if (r < 0 && !PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "could not convert 0-d array to bfloat16");
+        }
+        Py_DECREF(item);
+        return r;
+    }
+    if (obj == Py_None || PySequence_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "bfloat16() argument must be a real number or a numeric string, not %R",
+                     obj);
+        return -1;
+    }
+    /* Anything with __float__ / __index__ (e.g. fractions.Fraction, decimal.Decimal). */
+    if (PyIndex_Check(obj)) {
+        PyObject *as_int = PyNumber_Index(obj);
+        if (as_int == NULL) {
+            return -1;
+        }
+        int r = bf16_from_pylong(as_int, out);
+        Py_DECREF(as_int);
+        return r;
+    }
+    PyObject *f = PyNumber_Float(obj);
+    if (f == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "bfloat16() argument must be a real number or a numeric string, "
+                         "not %.100s: %R", Py_TYPE(obj)->tp_name, obj);
+        }
+        return -1;
+    }
+    *out = f64_to_bf16(PyFloat_AS_DOUBLE(f));
+    Py_DECREF(f);
+    return 0;
+}
+
+/* ---- printing ------------------------------------------------------------------------- */
+
+/* Fewest significant digits (1..9) whose decimal value rounds back to `bits`. */
+static int
+bf16_shortest_digits(bf16_t bits, double *value)
+{
+    double exact = bf16_to_f64(bits);
+    char buf[64];
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p - 1, exact);
+        double back = strtod(buf, NULL);
+        if (f64_to_bf16(back) == bits) {
+            *value = back;
+            return p;
+        }
+    }
+    *value = exact;
+    return 9;
+}
+
+PyObject *
+bf16_shortest_str(bf16_t bits)
+{
+    if (bf16_isnan(bits)) {
+        return PyUnicode_FromString("nan");
+    }
+    if (bf16_isinf(bits)) {
+        return PyUnicode_FromString(bf16_signbit(bits) ? "-inf" : "inf");
+    }
+    double value;
+    int digits = bf16_shortest_digits(bits, &value);
+    double mag = fabs(value);
+    /* Like numpy's float16 scalars: positional in [1e-4, 1e3), scientific outside. */
+    if (mag == 0.0 || (mag >= 1e-4 && mag < 1e3)) {
+        PyObject *f = PyFloat_FromDouble(value);
+        if (f == NULL) {
+            return NULL;
+        }
+        PyObject *s = PyObject_Repr(f);
+        Py_DECREF(f);
+        return s;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*e", digits - 1, value);
+    return PyUnicode_FromString(buf);
+}
+
+static int
+legacy_print_mode(void)
+{
+    /* numpy 2 prints scalars as np.float16(1.5); printoptions(legacy="1.25") prints 1.5 */
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (np == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *opts = PyObject_CallMethod(np, "get_printoptions", NULL);
+    Py_DECREF(np);
+    if (opts == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *legacy = PyDict_GetItemString(opts, "legacy"); /* borrowed */
+    int is_legacy = legacy != NULL && legacy != Py_False && legacy != Py_None;
+    if (is_legacy && PyLong_Check(legacy)) {
+        long v = PyLong_AsLong(legacy);
+        is_legacy = v >= 0 && v <= 125;
+        PyErr_Clear();
+    }
+    Py_DECREF(opts);
+    return is_legacy;
+}
+
+static PyObject *
+bf16_scalar_str(PyObject *self)
+{
+    return bf16_shortest_str(((PyBFloat16Object *)self)->value);
+}
+
+static PyObject *
+bf16_scalar_repr(PyObject *self)
+{
+    PyObject *s = bf16_scalar_str(self);
+    if (s == NULL || legacy_print_mode()) {
+        return s;
+    }
+    PyObject *r = PyUnicode_FromFormat("bfloat16(%U)", s);
+    Py_DECREF(s);
+    return r;
+}
+
+/* ---- construction and number protocol -------------------------------------------------- */
+
+static PyObject *
+bf16_scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"value", NULL};
+    PyObject *value = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:bfloat16", kwlist, &value)) {
+        return NULL;
+    }
+    bf16_t bits = 0;
+    if (value != NULL && bf16_from_object(value, &bits) < 0) {
+        return NULL;
+    }
+    if (type == &PyBFloat16_Type) {
+        return bf16_scalar_from_bits(bits);
+    }
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj != NULL) {
+        ((PyBFloat16Object *)obj)->value = bits;
+    }
+    return obj;
+}
+
+static PyObject *
+bf16_scalar_float(PyObject *self)
+{
+    return PyFloat_FromDouble(bf16_to_f64(((PyBFloat16Object *)self)->value));
+}
+
+static PyObject *
+bf16_scalar_int(PyObject *self)
+{
+    PyObject *f = bf16_scalar_float(self);
+    if (f == NULL) {
+        return NULL;
+    }
+    PyObject *i = PyNumber_Long(f); /* raises ValueError/OverflowError for nan/inf, like float */
+    Py_DECREF(f);
+    return i;
+}
+
+static int
+bf16_scalar_bool(PyObject *self)
+{
+    return !bf16_iszero(((PyBFloat16Object *)self)->value);
+}
+
+static Py_hash_t
+bf16_scalar_hash(PyObject *self)
+{
+    /* equal to hash(float(x)), so bfloat16(1.5) and 1.5 are one dict key */
+    return _Py_HashDouble(self, bf16_to_f64(((PyBFloat16Object *)self)->value));
+}
+
+static PyObject *
+bf16_scalar_is_integer(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    double d = bf16_to_f64(((PyBFloat16Object *)self)->value);
+    return PyBool_FromLong(isfinite(d) && floor(d) == d);
+}
+
+static PyObject *
+bf16_scalar_as_integer_ratio(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *f = bf16_scalar_float(self);
+    if (f == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(f, "as_integer_ratio", NULL);
+    Py_DECREF(f);
+    return r;
+}
+
+static PyObject *
+bf16_scalar_item(PyObject *self, PyObject *args)
+{
+    if (PyTuple_GET_SIZE(args) > 1 ||
+            (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) != Py_None &&
+             !(PyLong_Check(PyTuple_GET_ITEM(args, 0)) &&
+               PyLong_AsLong(PyTuple_GET_ITEM(args, 0)) == 0))) {
+        PyErr_SetString(PyExc_ValueError, "can only convert an array of size 1 to a Python scalar");
+        return NULL;
+    }
+    return bf16_scalar_float(self);
+}
+
+static PyObject *
+bf16_scalar_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    /* Rebuild from the exact bits so NaN payloads and -0.0 survive pickling. */
+    PyObject *mod = PyImport_ImportModule("bfloat16_dtype._ext");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *ctor = PyObject_GetAttrString(mod, "_scalar_from_bits");
+    Py_DECREF(mod);
+    if (ctor == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(N(i))", ctor, (int)((PyBFloat16Object *)self)->value);
+}
+
+static PyObject *
+bf16_scalar_format(PyObject *self, PyObject *spec)
+{
+    if (!PyUnicode_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "format spec must be a str");
+        return NULL;
+    }
+    if (PyUnicode_GET_LENGTH(spec) == 0) {
+        return PyObject_Str(self);
+    }
+    PyObject *f = bf16_scalar_float(self);
+    if (f == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_Format(f, spec);
+    Py_DECREF(f);
+    return r;
+}
+
+static PyObject *
+bf16_scalar_bits_get(PyObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(((PyBFloat16Object *)self)->value);
+}
+
+static PyMethodDef bf16_scalar_methods[] = {
+    {"is_integer", bf16_scalar_is_integer, METH_NOARGS,
+     "True if the value is finite and integral."},
+    {"as_integer_ratio", bf16_scalar_as_integer_ratio, METH_NOARGS,
+     "The exact value as a ratio of two integers (like float.as_integer_ratio)."},
+    {"item", bf16_scalar_item, METH_VARARGS, "The value as a Python float (exact)."},
+    {"__reduce__", bf16_scalar_reduce, METH_NOARGS, "Pickle support (exact bits)."},
+    {"__format__", bf16_scalar_format, METH_O, "Format like float, e.g. f'{x:.3f}'."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef bf16_scalar_getset[] = {
+    {"bits", bf16_scalar_bits_get, NULL, "The raw 16-bit pattern as an int.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyNumberMethods bf16_scalar_as_number;
+
+PyTypeObject PyBFloat16_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bfloat16_dtype.bfloat16",
+    .tp_basicsize = sizeof(PyBFloat16Object),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "bfloat16(value=0.0)\n\nA 16-bit brain floating point number: float32's sign and 8-bit\n"
+              "exponent with a 7-bit mantissa. Converting from any number rounds once, to\n"
+              "nearest even.\n\n>>> bfloat16(0.1)\nbfloat16(0.1)\n>>> float(bfloat16(0.1))\n"
+              "0.10009765625",
+    .tp_new = bf16_scalar_new,
+    .tp_repr = bf16_scalar_repr,
+    .tp_str = bf16_scalar_str,
+    .tp_hash = bf16_scalar_hash,
+    .tp_methods = bf16_scalar_methods,
+    .tp_getset = bf16_scalar_getset,
+    .tp_as_number = &bf16_scalar_as_number,
+};
+
+static PyObject *
+scalar_from_bits_py(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (v < 0 || v > 0xffff) {
+        PyErr_Format(PyExc_ValueError, "bfloat16 bit pattern must be in [0, 65535], got %ld", v);
+        return NULL;
+    }
+    return bf16_scalar_from_bits((bf16_t)v);
+}
+
+static PyMethodDef scalar_module_methods[] = {
+    {"_scalar_from_bits", scalar_from_bits_py, METH_O,
+     "Build a bfloat16 scalar from its 16-bit pattern."},
+    {NULL, NULL, 0, NULL}};
+
+int
+init_scalar(PyObject *module)
+{
+    /* Inherit np.generic's arithmetic (ufunc-based) and override the conversions. */
+    bf16_scalar_as_number = *PyFloatingArrType_Type.tp_as_number;
+    bf16_scalar_as_number.nb_float = bf16_scalar_float;
+    bf16_scalar_as_number.nb_int = bf16_scalar_int;
+    bf16_scalar_as_number.nb_bool = bf16_scalar_bool;
+    bf16_scalar_as_number.nb_index = NULL;
+    PyBFloat16_Type.tp_base = &PyFloatingArrType_Type;
+    /* defining tp_hash stops CPython inheriting tp_richcompare: take np.generic's (ufuncs) */
+    PyBFloat16_Type.tp_richcompare = PyGenericArrType_Type.tp_richcompare;
+    if (PyType_Ready(&PyBFloat16_Type) < 0) {
+        return -1;
+    }
+    Py_INCREF(&PyBFloat16_Type);
+    if (PyModule_AddObject(module, "bfloat16", (PyObject *)&PyBFloat16_Type) < 0) {
+        Py_DECREF(&PyBFloat16_Type);
+        return -1;
+    }
+    return PyModule_AddFunctions(module, scalar_module_methods);
+}

@@ -1,0 +1,184 @@
+/*
+ * ufunc_ops.h - one small functor per ufunc. Each computes in float32 on exact widenings of
+ * its bfloat16 inputs; the loop adapter rounds the result once. Functors that work on the
+ * bits themselves (nextafter, spacing, copysign, ...) say so with `bits` in their signature.
+ */
+#ifndef BF16_UFUNC_OPS_H
+#define BF16_UFUNC_OPS_H
+
+#include "bf16.h"
+#include <cmath>
+
+namespace bf16ops {
+
+static inline float py_fmod_div(float a, float b, float *mod_out)
+{
+    /* floor division and Python-style remainder, as numpy's npy_divmodf does it */
+    float mod = std::fmod(a, b);
+    if (b == 0.0f) {
+        *mod_out = mod;
+        return a / b;
+    }
+    float div = (a - mod) / b;
+    if (mod != 0.0f) {
+        if ((b < 0.0f) != (mod < 0.0f)) {
+            mod += b;
+            div -= 1.0f;
+        }
+    }
+    else {
+        mod = std::copysign(0.0f, b);
+    }
+    float floordiv;
+    if (div != 0.0f) {
+        floordiv = std::floor(div);
+        if (div - floordiv > 0.5f) floordiv += 1.0f;
+    }
+    else {
+        floordiv = std::copysign(0.0f, a / b);
+    }
+    *mod_out = mod;
+    return floordiv;
+}
+
+/* ---- binary, float32 semantics ---- */
+struct Add { static float f(float a, float b) { return a + b; } };
+struct Subtract { static float f(float a, float b) { return a - b; } };
+struct Multiply { static float f(float a, float b) { return a * b; } };
+struct Divide { static float f(float a, float b) { return a / b; } };
+struct Power { static float f(float a, float b) { return std::pow(a, b); } };
+struct FloorDivide {
+    static float f(float a, float b) { float m; return py_fmod_div(a, b, &m); }
+};
+struct Remainder {
+    static float f(float a, float b) { float m; py_fmod_div(a, b, &m); return m; }
+};
+struct Fmod { static float f(float a, float b) { return std::fmod(a, b); } };
+struct Maximum {
+    static float f(float a, float b) { return (a >= b || a != a) ? a : b; }
+};
+struct Minimum {
+    static float f(float a, float b) { return (a <= b || a != a) ? a : b; }
+};
+struct Fmax { static float f(float a, float b) { return (a >= b || b != b) ? a : b; } };
+struct Fmin { static float f(float a, float b) { return (a <= b || b != b) ? a : b; } };
+struct Arctan2 { static float f(float a, float b) { return std::atan2(a, b); } };
+struct Hypot { static float f(float a, float b) { return std::hypot(a, b); } };
+struct Heaviside {
+    static float f(float x, float h0)
+    {
+        if (x != x) return x;
+        return x < 0.0f ? 0.0f : (x > 0.0f ? 1.0f : h0);
+    }
+};
+struct Logaddexp {
+    static float f(float a, float b)
+    {
+        if (a == b) return a + 0.693147180559945309f; /* also right for +-inf */
+        float d = a - b;
+        if (d > 0) return a + std::log1p(std::exp(-d));
+        if (d <= 0) return b + std::log1p(std::exp(d));
+        return d; /* nan */
+    }
+};
+struct Logaddexp2 {
+    static float f(float a, float b)
+    {
+        const float inv_ln2 = 1.44269504088896341f;
+        if (a == b) return a + 1.0f;
+        float d = a - b;
+        if (d > 0) return a + std::log1p(std::exp2(-d)) * inv_ln2;
+        if (d <= 0) return b + std::log1p(std::exp2(d)) * inv_ln2;
+        return d;
+    }
+};
+
+/* ---- binary on bits ---- */
+struct Copysign {
+    static bf16_t bits(bf16_t a, bf16_t b) { return (bf16_t)((a & BF16_ABS) | (b & BF16_SIGN)); }
+};
+struct Nextafter {
+    static bf16_t bits(bf16_t a, bf16_t b)
+    {
+        if (bf16_isnan(a) || bf16_isnan(b)) return BF16_QNAN;
+        float x = bf16_to_f32(a), y = bf16_to_f32(b);
+        if (x == y) return b;
+        if (x == 0.0f) return (bf16_t)((b & BF16_SIGN) | 1u);
+        return ((x < y) == (x > 0.0f)) ? (bf16_t)(a + 1u) : (bf16_t)(a - 1u);
+    }
+};
+
+/* ---- comparisons and logic: bfloat16 x bfloat16 -> bool ---- */
+struct Equal { static bool f(float a, float b) { return a == b; } };
+struct NotEqual { static bool f(float a, float b) { return a != b; } };
+struct Less { static bool f(float a, float b) { return a < b; } };
+struct LessEqual { static bool f(float a, float b) { return a <= b; } };
+struct Greater { static bool f(float a, float b) { return a > b; } };
+struct GreaterEqual { static bool f(float a, float b) { return a >= b; } };
+struct LogicalAnd { static bool f(float a, float b) { return a != 0.0f && b != 0.0f; } };
+struct LogicalOr { static bool f(float a, float b) { return a != 0.0f || b != 0.0f; } };
+struct LogicalXor { static bool f(float a, float b) { return (a != 0.0f) != (b != 0.0f); } };
+
+/* ---- unary, float32 semantics ---- */
+struct Reciprocal { static float f(float a) { return 1.0f / a; } };
+struct Square { static float f(float a) { return a * a; } };
+struct Sqrt { static float f(float a) { return std::sqrt(a); } };
+struct Cbrt { static float f(float a) { return std::cbrt(a); } };
+struct Exp { static float f(float a) { return std::exp(a); } };
+struct Exp2 { static float f(float a) { return std::exp2(a); } };
+struct Expm1 { static float f(float a) { return std::expm1(a); } };
+struct Log { static float f(float a) { return std::log(a); } };
+struct Log2 { static float f(float a) { return std::log2(a); } };
+struct Log10 { static float f(float a) { return std::log10(a); } };
+struct Log1p { static float f(float a) { return std::log1p(a); } };
+struct Sin { static float f(float a) { return std::sin(a); } };
+struct Cos { static float f(float a) { return std::cos(a); } };
+struct Tan { static float f(float a) { return std::tan(a); } };
+struct Arcsin { static float f(float a) { return std::asin(a); } };
+struct Arccos { static float f(float a) { return std::acos(a); } };
+struct Arctan { static float f(float a) { return std::atan(a); } };
+struct Sinh { static float f(float a) { return std::sinh(a); } };
+struct Cosh { static float f(float a) { return std::cosh(a); } };
+struct Tanh { static float f(float a) { return std::tanh(a); } };
+struct Arcsinh { static float f(float a) { return std::asinh(a); } };
+struct Arccosh { static float f(float a) { return std::acosh(a); } };
+struct Arctanh { static float f(float a) { return std::atanh(a); } };
+/* float64 for the angle conversions: one rounding from the exact product's neighbourhood */
+struct Deg2rad {
+    static float f(float a) { return (float)((double)a * 0.017453292519943295); }
+};
+struct Rad2deg {
+    static float f(float a) { return (float)((double)a * 57.295779513082323); }
+};
+struct Floor { static float f(float a) { return std::floor(a); } };
+struct Ceil { static float f(float a) { return std::ceil(a); } };
+struct Trunc { static float f(float a) { return std::trunc(a); } };
+struct Rint { static float f(float a) { return std::nearbyint(a); } };
+struct Sign {
+    static float f(float a) { return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : a); }
+};
+
+/* ---- unary on bits ---- */
+struct Negative { static bf16_t bits(bf16_t a) { return (bf16_t)(a ^ BF16_SIGN); } };
+struct Positive { static bf16_t bits(bf16_t a) { return a; } };
+struct Absolute { static bf16_t bits(bf16_t a) { return (bf16_t)(a & BF16_ABS); } };
+struct Spacing {
+    static bf16_t bits(bf16_t a)
+    {
+        if (!bf16_isfinite(a)) return BF16_QNAN;
+        /* distance to the next value away from zero; the largest finite steps to inf */
+        float x = bf16_to_f32(a), next = bf16_to_f32((bf16_t)(a + 1u));
+        return f32_to_bf16(next - x);
+    }
+};
+
+/* ---- unary predicates: bfloat16 -> bool ---- */
+struct Isnan { static bool f(bf16_t a) { return bf16_isnan(a); } };
+struct Isinf { static bool f(bf16_t a) { return bf16_isinf(a); } };
+struct Isfinite { static bool f(bf16_t a) { return bf16_isfinite(a); } };
+struct Signbit { static bool f(bf16_t a) { return bf16_signbit(a); } };
+struct LogicalNot { static bool f(bf16_t a) { return bf16_iszero(a); } };
+
+} /* namespace bf16ops */
+
+#endif

@@ -1,0 +1,840 @@
+/*
+ * ufuncs.cpp - bfloat16 loops for numpy's float ufuncs, the promoters that give mixed
+ * operands and Python scalars their result type, and float32-accumulating add/multiply.
+ *
+ * Every ufunc is a functor in ufunc_ops.h; one adapter per loop shape turns a functor into a
+ * strided inner loop, and the registration table below says which ufunc gets which functor.
+ */
+#include "module.h"
+#include "kernels.h"
+#include "ufunc_ops.h"
+
+#include <cstdlib>
+#include <vector>
+
+using namespace bf16ops;
+
+/* ---- contiguous kernels, compiled for the baseline ISA and for AVX2 -------------------- */
+namespace kbase {
+#include "ufunc_kernels.inc"
+}
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define BF16_HAVE_AVX2_BUILD 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace kavx2 {
+#include "ufunc_kernels.inc"
+}
+#pragma GCC pop_options
+#endif
+
+static bool use_avx2 = false; /* decided once at import, read-only afterwards */
+
+#ifdef BF16_HAVE_AVX2_BUILD
+#define DISPATCH(call) (use_avx2 ? kavx2::call : kbase::call)
+#else
+#define DISPATCH(call) (kbase::call)
+#endif
+
+static inline bf16_t ld(const char *p) { bf16_t h; memcpy(&h, p, 2); return h; }
+static inline void st(char *p, bf16_t h) { memcpy(p, &h, 2); }
+
+static inline void
+report_overflow(int ovf)
+{
+    if (ovf) {
+        bf16_raise_overflow();
+    }
+}
+
+/* ---- loop adapters (legacy inner-loop signature) --------------------------------------- */
+
+template <class Op>
+static void
+binary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    npy_intp n = dims[0];
+    char *a = args[0], *b = args[1], *o = args[2];
+    npy_intp sa = steps[0], sb = steps[1], so = steps[2];
+    int ovf = 0;
+    if (so == 2 && sa == 2 && sb == 2) {
+        ovf = DISPATCH(binary_contig<Op>(a, b, o, n));
+    }
+    else if (so == 2 && sa == 2 && sb == 0) {
+        ovf = DISPATCH(binary_contig_scalar2<Op>(a, ld(b), o, n));
+    }
+    else if (so == 2 && sa == 0 && sb == 2) {
+        ovf = DISPATCH(binary_contig_scalar1<Op>(ld(a), b, o, n));
+    }
+    else {
+        for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
+            float r = Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b)));
+            bf16_t h = f32_to_bf16(r);
+            ovf |= bf16_overflowed(r, h);
+            st(o, h);
+        }
+    }
+    report_overflow(ovf);
+}
+
+template <class Op>
+static void
+binary_bits_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *b = args[1], *o = args[2];
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], b += steps[1], o += steps[2]) {
+        st(o, Op::bits(ld(a), ld(b)));
+    }
+}
+
+template <class Op>
+static void
+compare_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    npy_intp n = dims[0];
+    char *a = args[0], *b = args[1], *o = args[2];
+    if (steps[0] == 2 && steps[1] == 2 && steps[2] == 1) {
+        DISPATCH(compare_contig<Op>(a, b, (npy_bool *)o, n));
+        return;
+    }
+    for (npy_intp i = 0; i < n; i++, a += steps[0], b += steps[1], o += steps[2]) {
+        *(npy_bool *)o = Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b)));
+    }
+}
+
+template <class Op>
+static void
+unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    npy_intp n = dims[0];
+    char *a = args[0], *o = args[1];
+    int ovf = 0;
+    if (steps[0] == 2 && steps[1] == 2) {
+        ovf = DISPATCH(unary_contig<Op>(a, o, n));
+    }
+    else {
+        for (npy_intp i = 0; i < n; i++, a += steps[0], o += steps[1]) {
+            float r = Op::f(bf16_to_f32(ld(a)));
+            bf16_t h = f32_to_bf16(r);
+            ovf |= bf16_overflowed(r, h);
+            st(o, h);
+        }
+    }
+    report_overflow(ovf);
+}
+
+template <class Op>
+static void
+unary_bits_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *o = args[1];
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], o += steps[1]) {
+        st(o, Op::bits(ld(a)));
+    }
+}
+
+template <class Op>
+static void
+predicate_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *o = args[1];
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], o += steps[1]) {
+        *(npy_bool *)o = Op::f(ld(a));
+    }
+}
+
+/* ---- loops with two outputs or mixed operand types -------------------------------------- */
+
+static void
+divmod_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *b = args[1], *q = args[2], *r = args[3];
+    for (npy_intp i = 0; i < dims[0];
+         i++, a += steps[0], b += steps[1], q += steps[2], r += steps[3]) {
+        float mod;
+        float div = py_fmod_div(bf16_to_f32(ld(a)), bf16_to_f32(ld(b)), &mod);
+        st(q, f32_to_bf16(div));
+        st(r, f32_to_bf16(mod));
+    }
+}
+
+static void
+modf_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *fr = args[1], *in = args[2];
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], fr += steps[1], in += steps[2]) {
+        float ip;
+        float f = std::modf(bf16_to_f32(ld(a)), &ip);
+        st(fr, f32_to_bf16(f));
+        st(in, f32_to_bf16(ip));
+    }
+}
+
+static void
+frexp_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *m = args[1], *e = args[2];
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], m += steps[1], e += steps[2]) {
+        int ex = 0;
+        float mant = std::frexp(bf16_to_f32(ld(a)), &ex);
+        st(m, f32_to_bf16(mant));
+        npy_int ei = (npy_int)ex;
+        memcpy(e, &ei, sizeof ei);
+    }
+}
+
+template <class IntT>
+static void
+ldexp_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *e = args[1], *o = args[2];
+    int ovf = 0;
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], e += steps[1], o += steps[2]) {
+        IntT ex;
+        memcpy(&ex, e, sizeof ex);
+        long long clamped = (long long)ex;
+        if (clamped > 400) clamped = 400;
+        if (clamped < -400) clamped = -400;
+        double d = std::ldexp((double)bf16_to_f32(ld(a)), (int)clamped); /* exact in double */
+        bf16_t h = f64_to_bf16(d);
+        ovf |= bf16_isinf(h) && !bf16_isinf(ld(a));
+        st(o, h);
+    }
+    report_overflow(ovf);
+}
+
+static void
+clip_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *x = args[0], *lo = args[1], *hi = args[2], *o = args[3];
+    for (npy_intp i = 0; i < dims[0];
+         i++, x += steps[0], lo += steps[1], hi += steps[2], o += steps[3]) {
+        bf16_t hx = ld(x), hl = ld(lo), hh = ld(hi);
+        /* numpy: minimum(maximum(x, lo), hi), NaN in any operand propagates */
+        float v = bf16_to_f32(hx), l = bf16_to_f32(hl), h = bf16_to_f32(hh);
+        bf16_t r = hx;
+        if (bf16_isnan(hx)) r = hx;
+        else if (bf16_isnan(hl)) r = hl;
+        else if (bf16_isnan(hh)) r = hh;
+        else {
+            if (v < l) { r = hl; v = l; }
+            if (v > h) { r = hh; }
+        }
+        st(o, r);
+    }
+}
+
+/* ---- add and multiply: float32 accumulation in reductions ------------------------------ */
+/*
+ * numpy runs reductions through the ordinary binary loop, and how it calls it depends on the
+ * axis. For full and last-axis reductions it passes the whole row with `out` aliasing `in1`
+ * at stride 0: we sum the row in float32 (pairwise) and round once. For axis-0 (and other
+ * outer-axis) reductions it calls the loop once per slice, adding a slice into the running
+ * result, which would round to bfloat16 after every slice. For those calls (recognised
+ * because numpy asked this ArrayMethod for the reduction's initial value just before asking
+ * for the loop, on the same context) we keep a float32 shadow of every output element and
+ * keep adding into it; the shadow is trusted only while the stored bfloat16 still equals its
+ * rounding, so anything else writing the output is noticed. The shadow lives in the loop's
+ * auxdata and dies with the call. Accumulations (cumsum) that numpy passes as one chain
+ * (out[i] = out[i-1] + in[i]) keep the running sum in float32 as well.
+ */
+
+struct ShadowEntry {
+    uintptr_t key;
+    float value;
+    bf16_t bits;
+    bool used;
+};
+
+struct ShadowMap {
+    NpyAuxData base;
+    std::vector<ShadowEntry> slots;
+    size_t count = 0;
+    int shift = 58; /* 64 - log2(capacity) */
+};
+
+static void
+shadow_free(NpyAuxData *aux)
+{
+    delete reinterpret_cast<ShadowMap *>(aux);
+}
+
+static NpyAuxData *
+shadow_clone(NpyAuxData *aux)
+{
+    ShadowMap *src = reinterpret_cast<ShadowMap *>(aux);
+    ShadowMap *dst = new (std::nothrow) ShadowMap(*src);
+    return reinterpret_cast<NpyAuxData *>(dst);
+}
+
+static ShadowMap *
+shadow_new()
+{
+    ShadowMap *m = new (std::nothrow) ShadowMap();
+    if (m == nullptr) {
+        return nullptr;
+    }
+    memset(&m->base, 0, sizeof m->base);
+    m->base.free = shadow_free;
+    m->base.clone = shadow_clone;
+    m->slots.assign(64, ShadowEntry{0, 0.0f, 0, false});
+    return m;
+}
+
+static inline size_t
+shadow_hash(const ShadowMap *m, uintptr_t key)
+{
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> m->shift);
+}
+
+/* The float32 value standing behind the bfloat16 at `p`. */
+static inline float
+shadow_read(const ShadowMap *m, const char *p)
+{
+    bf16_t stored = ld(p);
+    uintptr_t key = (uintptr_t)p;
+    size_t mask = m->slots.size() - 1;
+    for (size_t i = shadow_hash(m, key);; i = (i + 1) & mask) {
+        const ShadowEntry &e = m->slots[i];
+        if (!e.used) break;
+        if (e.key == key) {
+            return e.bits == stored ? e.value : bf16_to_f32(stored);
+        }
+    }
+    return bf16_to_f32(stored);
+}
+
+static inline bool
+shadow_write(ShadowMap *m, char *p, float value, bf16_t bits)
+{
+    if (2 * (m->count + 1) > m->slots.size()) {
+        std::vector<ShadowEntry> old;
+        old.swap(m->slots);
+        try {
+            m->slots.assign(old.size() * 2, ShadowEntry{0, 0.0f, 0, false});
+        }
+        catch (...) {
+            old.swap(m->slots);
+            return false;
+        }
+        m->shift -= 1;
+        size_t mask = m->slots.size() - 1;
+        for (const ShadowEntry &e : old) {
+            if (!e.used) continue;
+            size_t i = shadow_hash(m, e.key);
+            while (m->slots[i].used) i = (i + 1) & mask;
+            m->slots[i] = e;
+        }
+    }
+    uintptr_t key = (uintptr_t)p;
+    size_t mask = m->slots.size() - 1;
+    size_t i = shadow_hash(m, key);
+    while (m->slots[i].used && m->slots[i].key != key) i = (i + 1) & mask;
+    if (!m->slots[i].used) {
+        m->count++;
+    }
+    m->slots[i] = ShadowEntry{key, value, bits, true};
+    return true;
+}
+
+struct AddAcc {
+    static float f(float a, float b) { return a + b; }
+    static float reduce(const char *p, npy_intp stride, npy_intp n)
+    {
+        return bf16_sum_f32(p, (ptrdiff_t)stride, (ptrdiff_t)n);
+    }
+    static constexpr float identity = 0.0f;
+};
+struct MulAcc {
+    static float f(float a, float b) { return a * b; }
+    static float reduce(const char *p, npy_intp stride, npy_intp n)
+    {
+        return bf16_prod_f32(p, (ptrdiff_t)stride, (ptrdiff_t)n);
+    }
+    static constexpr float identity = 1.0f;
+};
+
+static thread_local const void *pending_reduction = nullptr;
+
+template <class Acc>
+static int
+acc_initial(PyArrayMethod_Context *context, npy_bool reduction_is_empty, void *initial)
+{
+    /* numpy asks this right before it asks for the reduction's loop: remember the context */
+    pending_reduction = context;
+    (void)reduction_is_empty;
+    st((char *)initial, f32_to_bf16(Acc::identity));
+    return 1;
+}
+
+template <class Acc>
+static int
+acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
+         npy_intp const strides[], NpyAuxData *auxdata)
+{
+    npy_intp n = dims[0];
+    char *a = data[0], *b = data[1], *o = data[2];
+    npy_intp sa = strides[0], sb = strides[1], so = strides[2];
+    ShadowMap *shadow = reinterpret_cast<ShadowMap *>(auxdata);
+    int ovf = 0;
+    if (n <= 0) {
+        return 0;
+    }
+    if (a == o && sa == 0 && so == 0) {
+        /* reduce form: the whole row folds into one output element */
+        float start = shadow ? shadow_read(shadow, o) : bf16_to_f32(ld(o));
+        float r = Acc::f(start, Acc::reduce(b, sb, n));
+        bf16_t h = f32_to_bf16(r);
+        ovf |= bf16_overflowed(r, h);
+        st(o, h);
+        if (shadow && !shadow_write(shadow, o, r, h)) {
+            goto nomem;
+        }
+    }
+    else if (shadow != nullptr) {
+        for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
+            float r = Acc::f(shadow_read(shadow, a), bf16_to_f32(ld(b)));
+            bf16_t h = f32_to_bf16(r);
+            ovf |= bf16_overflowed(r, h);
+            st(o, h);
+            if (!shadow_write(shadow, o, r, h)) {
+                goto nomem;
+            }
+        }
+    }
+    else if (sa == so && a + sa == o && sa != 0) {
+        /* accumulate chain: out[i] = out[i-1] + in[i] */
+        float run = bf16_to_f32(ld(a));
+        for (npy_intp i = 0; i < n; i++, b += sb, o += so) {
+            run = Acc::f(run, bf16_to_f32(ld(b)));
+            bf16_t h = f32_to_bf16(run);
+            ovf |= bf16_overflowed(run, h);
+            st(o, h);
+        }
+    }
+    else {
+        char *args[3] = {a, b, o};
+        npy_intp steps[3] = {sa, sb, so};
+        binary_loop<Acc>(args, dims, steps, nullptr);
+    }
+    report_overflow(ovf);
+    return 0;
+nomem:
+    PyGILState_STATE st_ = PyGILState_Ensure();
+    PyErr_NoMemory();
+    PyGILState_Release(st_);
+    return -1;
+}
+
+template <class Acc>
+static int
+acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *, 
+             PyArrayMethod_StridedLoop **out_loop, NpyAuxData **out_transferdata,
+             NPY_ARRAYMETHOD_FLAGS *flags)
+{
+    *out_loop = acc_loop<Acc>;
+    *out_transferdata = nullptr;
+    *flags = (NPY_ARRAYMETHOD_FLAGS)0; /* no GIL needed; check float errors */
+    if (pending_reduction == (const void *)context) {
+        pending_reduction = nullptr;
+        ShadowMap *m = shadow_new();
+        if (m == nullptr) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *out_transferdata = reinterpret_cast<NpyAuxData *>(m);
+    }
+    return 0;
+}
+
+static int
+acc_strided_loop_add(PyArrayMethod_Context *c, char *const d[], npy_intp const n[],
+                     npy_intp const s[], NpyAuxData *aux)
+{
+    return acc_loop<AddAcc>(c, d, n, s, aux);
+}
+
+static int
+acc_strided_loop_mul(PyArrayMethod_Context *c, char *const d[], npy_intp const n[],
+                     npy_intp const s[], NpyAuxData *aux)
+{
+    return acc_loop<MulAcc>(c, d, n, s, aux);
+}
+
+template <class Acc>
+static int
+add_accumulating_loop(PyObject *numpy, const char *name, PyArrayMethod_StridedLoop *plain)
+{
+    PyObject *ufunc = PyObject_GetAttrString(numpy, name);
+    if (ufunc == NULL) {
+        return -1;
+    }
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    PyArray_DTypeMeta *dtypes[3] = {bf, bf, bf};
+    PyType_Slot slots[] = {
+        {NPY_METH_get_loop, (void *)acc_get_loop<Acc>},
+        {NPY_METH_strided_loop, (void *)plain},
+        {NPY_METH_get_reduction_initial, (void *)acc_initial<Acc>},
+        {0, NULL}};
+    PyArrayMethod_Spec spec = {};
+    spec.name = name;
+    spec.nin = 2;
+    spec.nout = 1;
+    spec.casting = NPY_NO_CASTING;
+    spec.flags = (NPY_ARRAYMETHOD_FLAGS)(NPY_METH_IS_REORDERABLE | NPY_METH_SUPPORTS_UNALIGNED);
+    spec.dtypes = dtypes;
+    spec.slots = slots;
+    int r = PyUFunc_AddLoopFromSpec(ufunc, &spec);
+    Py_DECREF(ufunc);
+    return r;
+}
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+struct LoopDef {
+    const char *ufunc;
+    PyUFuncGenericFunction func;
+    int nargs;
+    int types[4]; /* -1 stands for bfloat16 */
+};
+
+#define BF -1
+#define BIN(name, Op) {name, binary_loop<Op>, 3, {BF, BF, BF}}
+#define BINBITS(name, Op) {name, binary_bits_loop<Op>, 3, {BF, BF, BF}}
+#define CMP(name, Op) {name, compare_loop<Op>, 3, {BF, BF, NPY_BOOL}}
+#define UN(name, Op) {name, unary_loop<Op>, 2, {BF, BF}}
+#define UNBITS(name, Op) {name, unary_bits_loop<Op>, 2, {BF, BF}}
+#define PRED(name, Op) {name, predicate_loop<Op>, 2, {BF, NPY_BOOL}}
+
+static const LoopDef loop_table[] = {
+    BIN("subtract", Subtract), BIN("divide", Divide), BIN("power", Power),
+    BIN("floor_divide", FloorDivide), BIN("remainder", Remainder), BIN("fmod", Fmod),
+    BIN("maximum", Maximum), BIN("minimum", Minimum), BIN("fmax", Fmax), BIN("fmin", Fmin),
+    BIN("arctan2", Arctan2), BIN("hypot", Hypot), BIN("heaviside", Heaviside),
+    BIN("logaddexp", Logaddexp), BIN("logaddexp2", Logaddexp2),
+    BINBITS("copysign", Copysign), BINBITS("nextafter", Nextafter),
+    CMP("equal", Equal), CMP("not_equal", NotEqual), CMP("less", Less),
+    CMP("less_equal", LessEqual), CMP("greater", Greater), CMP("greater_equal", GreaterEqual),
+    CMP("logical_and", LogicalAnd), CMP("logical_or", LogicalOr),
+    CMP("logical_xor", LogicalXor),
+    UN("reciprocal", Reciprocal), UN("square", Square), UN("sqrt", Sqrt), UN("cbrt", Cbrt),
+    UN("exp", Exp), UN("exp2", Exp2), UN("expm1", Expm1), UN("log", Log), UN("log2", Log2),
+    UN("log10", Log10), UN("log1p", Log1p), UN("sin", Sin), UN("cos", Cos), UN("tan", Tan),
+    UN("arcsin", Arcsin), UN("arccos", Arccos), UN("arctan", Arctan), UN("sinh", Sinh),
+    UN("cosh", Cosh), UN("tanh", Tanh), UN("arcsinh", Arcsinh), UN("arccosh", Arccosh),
+    UN("arctanh", Arctanh), UN("deg2rad", Deg2rad), UN("radians", Deg2rad),
+    UN("rad2deg", Rad2deg), UN("degrees", Rad2deg), UN("floor", Floor), UN("ceil", Ceil),
+    UN("trunc", Trunc), UN("rint", Rint), UN("sign", Sign),
+    UNBITS("negative", Negative), UNBITS("positive", Positive), UNBITS("absolute", Absolute),
+    UNBITS("fabs", Absolute), UNBITS("conjugate", Positive), UNBITS("spacing", Spacing),
+    PRED("isnan", Isnan), PRED("isinf", Isinf), PRED("isfinite", Isfinite),
+    PRED("signbit", Signbit), PRED("logical_not", LogicalNot),
+    {"divmod", divmod_loop, 4, {BF, BF, BF, BF}},
+    {"modf", modf_loop, 3, {BF, BF, BF}},
+    {"frexp", frexp_loop, 3, {BF, BF, NPY_INT}},
+    {"ldexp", ldexp_loop<npy_int>, 3, {BF, NPY_INT, BF}},
+    {"ldexp", ldexp_loop<npy_longlong>, 3, {BF, NPY_LONGLONG, BF}},
+    {"clip", clip_loop, 4, {BF, BF, BF, BF}},
+};
+
+/* ---- promotion ------------------------------------------------------------------------- */
+/*
+ * The result type of bfloat16 with another operand, as a rank on the float ladder
+ * (0 bfloat16, 1 float32, 2 float64, 3 longdouble) and whether it is complex.
+ */
+struct Rank {
+    int rank;
+    bool complex;
+};
+
+static PyArray_DTypeMeta *
+dtype_of(int type_num)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(type_num);
+    if (d == NULL) {
+        return NULL;
+    }
+    PyArray_DTypeMeta *m = NPY_DTYPE(d);
+    Py_DECREF(d); /* builtin descriptors and their DTypes are immortal in practice */
+    return m;
+}
+
+static bool
+rank_of(PyArray_DTypeMeta *d, Rank *r)
+{
+    if (d == NPY_DTYPE(bf16_descr) || d == &PyArray_PyFloatDType || d == &PyArray_PyLongDType) {
+        *r = {0, false};
+        return true;
+    }
+    if (d == &PyArray_PyComplexDType) {
+        *r = {1, true};
+        return true;
+    }
+    static const struct { int type_num; Rank rank; } table[] = {
+        {NPY_BOOL, {0, false}},     {NPY_BYTE, {0, false}},     {NPY_UBYTE, {0, false}},
+        {NPY_SHORT, {1, false}},    {NPY_USHORT, {1, false}},   {NPY_HALF, {1, false}},
+        {NPY_FLOAT, {1, false}},    {NPY_INT, {2, false}},      {NPY_UINT, {2, false}},
+        {NPY_LONG, {2, false}},     {NPY_ULONG, {2, false}},    {NPY_LONGLONG, {2, false}},
+        {NPY_ULONGLONG, {2, false}}, {NPY_DOUBLE, {2, false}},  {NPY_LONGDOUBLE, {3, false}},
+        {NPY_CFLOAT, {1, true}},    {NPY_CDOUBLE, {2, true}},   {NPY_CLONGDOUBLE, {3, true}},
+    };
+    for (const auto &e : table) {
+        if (d == dtype_of(e.type_num)) {
+            *r = e.rank;
+            return true;
+        }
+    }
+    return false;
+}
+
+static PyArray_DTypeMeta *
+dtype_for_rank(Rank r)
+{
+    static const int real[] = {-1, NPY_FLOAT, NPY_DOUBLE, NPY_LONGDOUBLE};
+    static const int cplx[] = {NPY_CFLOAT, NPY_CFLOAT, NPY_CDOUBLE, NPY_CLONGDOUBLE};
+    if (r.complex) {
+        return dtype_of(cplx[r.rank]);
+    }
+    return r.rank == 0 ? NPY_DTYPE(bf16_descr) : dtype_of(real[r.rank]);
+}
+
+/* Inputs promote along the table in the README; outputs keep what the signature fixed. */
+static int
+bf16_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
+              PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    int nin = ((PyUFuncObject *)ufunc)->nin, nargs = nin + ((PyUFuncObject *)ufunc)->nout;
+    Rank acc = {0, false};
+    for (int i = 0; i < nin; i++) {
+        PyArray_DTypeMeta *d = signature[i] ? signature[i] : op_dtypes[i];
+        Rank r;
+        if (d == NULL || !rank_of(d, &r)) {
+            PyErr_SetString(PyExc_TypeError, "bfloat16 promoter called with an unknown dtype");
+            return -1;
+        }
+        acc.rank = r.rank > acc.rank ? r.rank : acc.rank;
+        acc.complex = acc.complex || r.complex;
+    }
+    PyArray_DTypeMeta *common = dtype_for_rank(acc);
+    for (int i = 0; i < nargs; i++) {
+        PyArray_DTypeMeta *d = (i < nin) ? (signature[i] ? signature[i] : common) : signature[i];
+        Py_XINCREF(d);
+        new_op_dtypes[i] = d;
+    }
+    return 0;
+}
+
+/* float_power computes in float64 (or complex128) whatever the inputs, as numpy does. */
+static int
+float_power_promoter(PyObject *, PyArray_DTypeMeta *const op_dtypes[],
+                     PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    bool cplx = false;
+    for (int i = 0; i < 2; i++) {
+        Rank r;
+        if (op_dtypes[i] && rank_of(op_dtypes[i], &r) && r.complex) cplx = true;
+    }
+    PyArray_DTypeMeta *d = dtype_of(cplx ? NPY_CDOUBLE : NPY_DOUBLE);
+    for (int i = 0; i < 3; i++) {
+        PyArray_DTypeMeta *x = signature[i] ? signature[i] : d;
+        Py_INCREF(x);
+        new_op_dtypes[i] = x;
+    }
+    return 0;
+}
+
+static int
+add_promoter(PyObject *ufunc, PyArray_DTypeMeta *const *dtypes, int nargs,
+             PyArrayMethod_PromoterFunction *fn)
+{
+    PyObject *tuple = PyTuple_New(nargs);
+    if (tuple == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < nargs; i++) {
+        PyObject *item = dtypes[i] ? (PyObject *)dtypes[i] : Py_None;
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    PyObject *capsule = PyCapsule_New((void *)fn, "numpy._ufunc_promoter", NULL);
+    if (capsule == NULL) {
+        Py_DECREF(tuple);
+        return -1;
+    }
+    int r = PyUFunc_AddPromoter(ufunc, tuple, capsule);
+    Py_DECREF(tuple);
+    Py_DECREF(capsule);
+    return r;
+}
+
+/* Every operand type bfloat16 meets in a binary ufunc, Python scalars first. */
+static int
+other_operand_dtypes(std::vector<PyArray_DTypeMeta *> &out)
+{
+    out = {&PyArray_PyLongDType, &PyArray_PyFloatDType, &PyArray_PyComplexDType};
+    static const int nums[] = {NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT,
+                               NPY_UINT, NPY_LONG, NPY_ULONG, NPY_LONGLONG, NPY_ULONGLONG,
+                               NPY_HALF, NPY_FLOAT, NPY_DOUBLE, NPY_LONGDOUBLE, NPY_CFLOAT,
+                               NPY_CDOUBLE, NPY_CLONGDOUBLE};
+    for (int t : nums) {
+        PyArray_DTypeMeta *d = dtype_of(t);
+        if (d == NULL) {
+            return -1;
+        }
+        bool seen = false; /* long and longlong may be one DType */
+        for (PyArray_DTypeMeta *x : out) seen = seen || x == d;
+        if (!seen) out.push_back(d);
+    }
+    return 0;
+}
+
+static int
+register_binary_promoters(PyObject *ufunc, int nout, PyArrayMethod_PromoterFunction *fn,
+                          const std::vector<PyArray_DTypeMeta *> &others)
+{
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    for (PyArray_DTypeMeta *o : others) {
+        PyArray_DTypeMeta *t1[4] = {bf, o, NULL, NULL};
+        PyArray_DTypeMeta *t2[4] = {o, bf, NULL, NULL};
+        if (add_promoter(ufunc, t1, 2 + nout, fn) < 0 ||
+                add_promoter(ufunc, t2, 2 + nout, fn) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *const binary_promoted[] = {
+    "add", "subtract", "multiply", "divide", "power", "floor_divide", "remainder", "fmod",
+    "maximum", "minimum", "fmax", "fmin", "arctan2", "hypot", "heaviside", "logaddexp",
+    "logaddexp2", "copysign", "nextafter", "equal", "not_equal", "less", "less_equal",
+    "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "divmod",
+    "matmul", "vecdot"};
+
+static int
+register_clip_promoters(PyObject *numpy)
+{
+    PyObject *clip = PyObject_GetAttrString(numpy, "_core");
+    PyObject *umath = clip ? PyObject_GetAttrString(clip, "umath") : NULL;
+    Py_XDECREF(clip);
+    PyObject *ufunc = umath ? PyObject_GetAttrString(umath, "clip") : NULL;
+    Py_XDECREF(umath);
+    if (ufunc == NULL) {
+        return -1;
+    }
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    PyArray_DTypeMeta *bounds[] = {bf, &PyArray_PyLongDType, &PyArray_PyFloatDType,
+                                   dtype_of(NPY_FLOAT), dtype_of(NPY_DOUBLE),
+                                   dtype_of(NPY_LONG)};
+    int r = 0;
+    for (PyArray_DTypeMeta *lo : bounds) {
+        for (PyArray_DTypeMeta *hi : bounds) {
+            if (lo == bf && hi == bf) continue;
+            PyArray_DTypeMeta *t[4] = {bf, lo, hi, NULL};
+            if ((r = add_promoter(ufunc, t, 4, bf16_promoter)) < 0) break;
+        }
+        if (r < 0) break;
+    }
+    Py_DECREF(ufunc);
+    return r;
+}
+
+static PyObject *
+get_ufunc(PyObject *numpy, const char *name)
+{
+    PyObject *u = NULL;
+    if (strcmp(name, "clip") != 0) {
+        u = PyObject_GetAttrString(numpy, name);
+    }
+    else {
+        PyObject *core = PyObject_GetAttrString(numpy, "_core");
+        PyObject *umath = core ? PyObject_GetAttrString(core, "umath") : NULL;
+        Py_XDECREF(core);
+        u = umath ? PyObject_GetAttrString(umath, "clip") : NULL;
+        Py_XDECREF(umath);
+    }
+    if (u != NULL && !PyObject_TypeCheck(u, &PyUFunc_Type)) {
+        Py_DECREF(u);
+        PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a ufunc", name);
+        return NULL;
+    }
+    return u;
+}
+
+extern "C" int
+init_ufuncs(PyObject *module)
+{
+#ifdef BF16_HAVE_AVX2_BUILD
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    if (PyModule_AddStringConstant(module, "_simd", use_avx2 ? "avx2" : "baseline") < 0) {
+        return -1;
+    }
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    if (numpy == NULL) {
+        return -1;
+    }
+    int r = 0;
+    for (const LoopDef &def : loop_table) {
+        PyObject *ufunc = get_ufunc(numpy, def.ufunc);
+        if (ufunc == NULL) {
+            r = -1;
+            break;
+        }
+        int types[4];
+        for (int i = 0; i < def.nargs; i++) {
+            types[i] = def.types[i] == BF ? bf16_type_num : def.types[i];
+        }
+        r = PyUFunc_RegisterLoopForType((PyUFuncObject *)ufunc, bf16_type_num, def.func, types,
+                                        NULL);
+        Py_DECREF(ufunc);
+        if (r < 0) {
+            break;
+        }
+    }
+    if (r == 0) {
+        r = add_accumulating_loop<AddAcc>(numpy, "add", acc_strided_loop_add);
+    }
+    if (r == 0) {
+        r = add_accumulating_loop<MulAcc>(numpy, "multiply", acc_strided_loop_mul);
+    }
+    /* Promoters go in before any ufunc runs on bfloat16: dispatch results are cached. */
+    std::vector<PyArray_DTypeMeta *> others;
+    if (r == 0) {
+        r = other_operand_dtypes(others);
+    }
+    for (const char *name : binary_promoted) {
+        if (r < 0) break;
+        PyObject *ufunc = get_ufunc(numpy, name);
+        if (ufunc == NULL) {
+            if (strcmp(name, "vecdot") == 0) { /* numpy < 2.0 has no vecdot ufunc */
+                PyErr_Clear();
+                continue;
+            }
+            r = -1;
+            break;
+        }
+        r = register_binary_promoters(ufunc, ((PyUFuncObject *)ufunc)->nout, bf16_promoter,
+                                      others);
+        Py_DECREF(ufunc);
+    }
+    if (r == 0) {
+        PyObject *fp = get_ufunc(numpy, "float_power");
+        PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+        r = fp ? 0 : -1;
+        if (r == 0) {
+            PyArray_DTypeMeta *t0[3] = {bf, bf, NULL};
+            r = add_promoter(fp, t0, 3, float_power_promoter);
+        }
+        if (r == 0) {
+            r = register_binary_promoters(fp, 1, float_power_promoter, others);
+        }
+        Py_XDECREF(fp);
+    }
+    if (r == 0) {
+        r = register_clip_promoters(numpy);
+    }
+    Py_DECREF(numpy);
+    return r;
+}

@@ -1,0 +1,181 @@
+"""The benchmark report runs end to end and has the promised structure (not its timings)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "benchmarks" / "run.py"
+
+SECTION_TITLES = {
+    "memory": "## Memory footprint",
+    "training_memory": "## Training and inference memory per parameter",
+    "accuracy": "## Accuracy against float64",
+    "pitfalls": "## float16 failures next to bfloat16's behaviour",
+    "convert": "## Conversion to and from float32",
+    "elementwise": "## Elementwise ufuncs",
+    "reductions": "## Reductions",
+    "sort": "## Sorting",
+    "matmul": "## Matrix multiplication (GEMM)",
+    "matvec": "## Matrix-vector products",
+}
+SPEED_SECTIONS = {"convert", "elementwise", "reductions", "sort", "matmul", "matvec"}
+CONTENDERS = {"ours", "float32", "float16", "ml_dtypes", "torch"}
+CELL_STATUSES = {"ok", "error", "not installed", "skipped", "n/a"}
+
+
+def run_benchmarks(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    out_dir = tmp_path / "results"
+    json_path = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--no-progress", "--out-dir", str(out_dir), "--json", str(json_path), *extra],
+        cwd=tmp_path,  # nothing is written next to the committed results
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, f"run.py failed:\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    return proc, out_dir, json_path
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("bench")
+    proc, out_dir, json_path = run_benchmarks(tmp_path)
+    return proc, (out_dir / "report.md").read_text(encoding="utf-8"), json.loads(json_path.read_text()), out_dir
+
+
+def test_report_has_every_section_and_the_machine(quick_run):
+    proc, report, _, _ = quick_run
+    assert report.startswith("# bfloat16_dtype benchmark report")
+    assert "## Machine" in report and "CPU:" in report and "copy bandwidth" in report
+    assert "BLAS" in report
+    for title in SECTION_TITLES.values():
+        assert title in report, title
+    assert "Speedup vs X* = X's time ÷ bfloat16_dtype's time" in report
+    # the terminal shows the same report
+    assert "## Matrix multiplication (GEMM)" in proc.stdout
+
+
+def test_speed_tables_have_contender_and_speedup_columns(quick_run):
+    _, report, _, _ = quick_run
+    for key in SPEED_SECTIONS:
+        block = report.split(SECTION_TITLES[key], 1)[1].split("\n## ", 1)[0]
+        header = next(line for line in block.splitlines() if line.startswith("| operation"))
+        for label in ("size", "float32", "float16", "ml_dtypes bf16", "torch bf16", "speedup vs float32"):
+            assert label in header, (key, label)
+        assert "speedup vs ml_dtypes bf16" in header
+        assert "bfloat16_dtype" in header
+
+
+def test_json_structure(quick_run):
+    _, _, data, _ = quick_run
+    assert {"schema", "generated", "command", "mode", "elapsed_seconds", "machine", "settings", "sections"} <= set(data)
+    assert data["mode"] == "quick"
+    machine = data["machine"]
+    for key in ("cpu", "logical_cores", "numpy", "blas", "thread_pools", "copy_bandwidth_gbs", "contenders"):
+        assert key in machine
+    assert set(machine["contenders"]) == CONTENDERS
+    sections = {s["key"]: s for s in data["sections"]}
+    assert set(sections) == set(SECTION_TITLES)
+    for key, section in sections.items():
+        assert {"title", "note", "columns", "speedup_columns", "rows"} <= set(section)
+        assert section["rows"], key
+        column_keys = [c["key"] for c in section["columns"]]
+        for row in section["rows"]:
+            assert {"operation", "size", "cells", "speedup"} <= set(row)
+            assert set(row["cells"]) == set(column_keys), (key, row["operation"])
+            for cell in row["cells"].values():
+                assert cell["status"] in CELL_STATUSES
+                assert isinstance(cell["text"], str) and cell["text"]
+    for key in SPEED_SECTIONS:
+        section = sections[key]
+        assert section["speedup_columns"] == ["float32", "ml_dtypes"]
+        assert "ours" in [c["key"] for c in section["columns"]]
+        timed = [
+            cell
+            for row in section["rows"]
+            for cell in row["cells"].values()
+            if cell["status"] == "ok" and "seconds" in cell
+        ]
+        assert timed, key
+        assert all(cell["seconds"] > 0 for cell in timed)
+    # the float32 baseline always runs
+    for key in ("convert", "elementwise", "matmul"):
+        assert any(r["cells"]["float32"]["status"] == "ok" for r in sections[key]["rows"])
+
+
+def test_accuracy_values_are_sane(quick_run):
+    _, _, data, _ = quick_run
+    sections = {s["key"]: s for s in data["sections"]}
+    rows = {r["operation"]: r for r in sections["pitfalls"]["rows"]}
+    float16 = {op: r["cells"]["float16"].get("value") for op, r in rows.items()}
+    assert float16["65505 (float16 max is 65504)"] == 65504
+    assert float16["70000 (float16 overflows ≥ 65520)"] == "inf"  # strict JSON spells inf as a string
+    bytes_row = sections["memory"]["rows"][0]
+    assert bytes_row["cells"]["float32"]["value"] == 4
+    assert bytes_row["cells"]["float16"]["value"] == 2
+
+
+def test_plots_written_when_matplotlib_present(quick_run):
+    _, report, data, out_dir = quick_run
+    if importlib.util.find_spec("matplotlib") is None:
+        assert "plots skipped" in report
+        return
+    assert {"matmul_gflops.png", "throughput.png", "matvec_bandwidth.png"} <= set(data["plots"])
+    for name in data["plots"]:
+        assert (out_dir / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in report
+
+
+def test_only_and_sizes_options(tmp_path):
+    proc, out_dir, json_path = run_benchmarks(tmp_path, "--only", "sort,memory", "--sizes", "2^10", "--threads", "1", "--no-plots")
+    data = json.loads(json_path.read_text())
+    assert [s["key"] for s in data["sections"]] == ["memory", "training_memory", "sort"]
+    assert {r["size"] for r in data["sections"][2]["rows"]} == {"2^10"}
+    assert data["settings"]["threads"] == 1
+    assert not list(out_dir.glob("*.png"))
+
+
+def test_unknown_area_is_a_usage_error(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--only", "nonsense", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "unknown area" in proc.stderr
+
+
+def test_a_failing_operation_becomes_an_error_cell():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _harness as h
+    finally:
+        sys.path.pop(0)
+
+    class Broken:
+        key, label, available, status = "ours", "ours", True, None
+
+    class Missing:
+        key, label, available, status = "ml_dtypes", "ml_dtypes", False, "not installed"
+
+    settings = h.Settings.for_mode(quick=True)
+    ctx = h.Context(settings, [Broken(), Missing()])
+    section = h.Section("x", "x", "", ctx.columns(), ctx.ratio_columns())
+
+    def setup(c):
+        raise ValueError("no loop for bfloat16")
+
+    row = h.speed_row(ctx, section, "op", "1", setup)
+    assert row.cells["ours"].status == "error"
+    assert row.cells["ours"].text == "error: ValueError: no loop for bfloat16"
+    assert row.cells["ml_dtypes"].text == "not installed"
+    assert row.speedup == {"ml_dtypes": None}

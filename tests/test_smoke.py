@@ -1,0 +1,18 @@
+"""The README's first example works end to end."""
+import numpy as np
+
+import bfloat16_dtype
+from bfloat16_dtype import bfloat16
+
+
+def test_readme_example():
+    x = np.array([1.5, 2, 3.14159], dtype=bfloat16)
+    assert x.dtype == np.dtype("bfloat16") == np.dtype(bfloat16)
+    assert repr(x) == "array([1.5 , 2.  , 3.14], dtype=bfloat16)"
+    assert str(x) == "[1.5  2.   3.14]"
+    for y in (x * 0.5, x + 1, 2.0 - x):
+        assert y.dtype == bfloat16
+    assert np.finfo(bfloat16).eps == 2.0**-7
+    assert np.finfo(bfloat16) is bfloat16_dtype.finfo
+    assert np.issubdtype(x.dtype, np.floating)
+    assert float(np.ones(100000, bfloat16).sum()) == 99840.0
