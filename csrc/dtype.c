@@ -30,10 +30,12 @@ swap_bits(bf16_t h)
     return (bf16_t)((h >> 8) | (h << 8));
 }
 
+/* numpy may pass NULL or a stack "fake array" (only descr/flags set, no ob_type) here, so
+ * like numpy's own getitem/setitem, read the descriptor without a PyArray_Check. */
 static int
 arr_is_swapped(void *arr)
 {
-    return arr != NULL && PyArray_Check((PyObject *)arr) &&
+    return arr != NULL && PyArray_DESCR((PyArrayObject *)arr) != NULL &&
            !PyArray_ISNOTSWAPPED((PyArrayObject *)arr);
 }
 

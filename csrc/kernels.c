@@ -413,15 +413,41 @@ const char *bf16_kernels_isa(void) { return table()->name; }
 /* ------------------------------------------------------------------------------------------ */
 /* public conversion / reduction entry points                                                 */
 
+#define CONV_BLOCK 512
+
 void bf16_from_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                          ptrdiff_t n, int *overflow)
 {
     if (n <= 0) return;
     int ovf;
-    if (src_stride == 4 && dst_stride == 2)
-        ovf = table()->from_f32((const char *)src, (char *)dst, n);
-    else
-        ovf = from_f32_body((const char *)src, src_stride, (char *)dst, dst_stride, n);
+    const kernel_table *t = table();
+    const char *s = (const char *)src;
+    char *d = (char *)dst;
+    if (src_stride == 4 && dst_stride == 2) {
+        ovf = t->from_f32(s, d, n);
+    } else {
+        /* strided: gather a block into contiguous scratch, convert with the contiguous kernel,
+         * scatter; the scalar strided loop is several times slower */
+        uint32_t in[CONV_BLOCK];
+        uint16_t out[CONV_BLOCK];
+        ovf = 0;
+        for (ptrdiff_t b = 0; b < n; b += CONV_BLOCK) {
+            ptrdiff_t m = n - b < CONV_BLOCK ? n - b : CONV_BLOCK;
+            const char *sb = s + b * src_stride;
+            char *db = d + b * dst_stride;
+            const char *sc = sb;
+            if (src_stride != 4) {
+                for (ptrdiff_t i = 0; i < m; i++) in[i] = ld32(sb + i * src_stride);
+                sc = (const char *)in;
+            }
+            if (dst_stride == 2) {
+                ovf |= t->from_f32(sc, db, m);
+            } else {
+                ovf |= t->from_f32(sc, (char *)out, m);
+                for (ptrdiff_t i = 0; i < m; i++) st16(db + i * dst_stride, out[i]);
+            }
+        }
+    }
     if (ovf && overflow) *overflow = 1;
 }
 

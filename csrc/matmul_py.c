@@ -1,11 +1,199 @@
 /*
- * matmul_py.c - numpy's matmul entry points for bfloat16 (the gufunc loop) and the Python
- * functions behind bfloat16_dtype.matmul. The kernel itself lives in matmul/.
+ * matmul_py.c - numpy's matmul-family gufuncs on bfloat16 (np.matmul / @, np.vecdot,
+ * np.matvec, np.vecmat) and the C entry behind bfloat16_dtype.matmul. All of them call the
+ * one mixed-precision kernel in matmul/gemm.c: exact bfloat16 products, float32 sums,
+ * one rounding of each output element.
  */
 #include "module.h"
+#include "matmul/gemm.h"
+
+/* (m,n),(n,p)->(m,p); numpy passes outer-loop steps then the core strides */
+static void
+matmul_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
+{
+    npy_intp outer = dims[0], m = dims[1], n = dims[2], p = dims[3];
+    for (npy_intp i = 0; i < outer; i++) {
+        if (bf16_gemm(m, p, n, args[0] + i * steps[0], steps[3], steps[4],
+                      args[1] + i * steps[1], steps[5], steps[6],
+                      args[2] + i * steps[2], steps[7], steps[8], 1, 0) < 0) {
+            NPY_ALLOW_C_API_DEF
+            NPY_ALLOW_C_API
+            PyErr_NoMemory();
+            NPY_DISABLE_C_API
+            return;
+        }
+    }
+}
+
+/* (n),(n)->() */
+static void
+vecdot_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
+{
+    npy_intp outer = dims[0], n = dims[1];
+    for (npy_intp i = 0; i < outer; i++) {
+        /* a 1 x n row times an n x 1 column */
+        if (bf16_gemm(1, 1, n, args[0] + i * steps[0], 0, steps[3],
+                      args[1] + i * steps[1], steps[4], 0,
+                      args[2] + i * steps[2], 0, 0, 1, 1) < 0) {
+            return;
+        }
+    }
+}
+
+/* matvec (m,n),(n)->(m) */
+static void
+matvec_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
+{
+    npy_intp outer = dims[0], m = dims[1], n = dims[2];
+    for (npy_intp i = 0; i < outer; i++) {
+        if (bf16_gemm(m, 1, n, args[0] + i * steps[0], steps[3], steps[4],
+                      args[1] + i * steps[1], steps[5], 0,
+                      args[2] + i * steps[2], steps[6], 0, 1, 0) < 0) {
+            return;
+        }
+    }
+}
+
+/* vecmat (n),(n,m)->(m) */
+static void
+vecmat_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
+{
+    npy_intp outer = dims[0], n = dims[1], m = dims[2];
+    for (npy_intp i = 0; i < outer; i++) {
+        if (bf16_gemm(1, m, n, args[0] + i * steps[0], 0, steps[3],
+                      args[1] + i * steps[1], steps[4], steps[5],
+                      args[2] + i * steps[2], 0, steps[6], 1, 0) < 0) {
+            return;
+        }
+    }
+}
+
+/*
+ * _gemm(a, b, out, nthreads): a (batch, M, K) and b (batch, K, N) bfloat16 arrays (any
+ * strides, stride 0 for broadcast batches), out (batch, M, N) bfloat16 or float32, not
+ * overlapping the inputs. The shim in linalg.py does shapes, broadcasting and conversions.
+ */
+static PyObject *
+gemm_py(PyObject *NPY_UNUSED(self), PyObject *args)
+{
+    PyArrayObject *a, *b, *out;
+    int nthreads = 0;
+    if (!PyArg_ParseTuple(args, "O!O!O!|i:_gemm", &PyArray_Type, &a, &PyArray_Type, &b,
+                          &PyArray_Type, &out, &nthreads)) {
+        return NULL;
+    }
+    if (PyArray_TYPE(a) != bf16_type_num || PyArray_TYPE(b) != bf16_type_num) {
+        PyErr_SetString(PyExc_TypeError, "_gemm: a and b must be bfloat16 arrays");
+        return NULL;
+    }
+    int out_bf16 = PyArray_TYPE(out) == bf16_type_num;
+    if (!out_bf16 && PyArray_TYPE(out) != NPY_FLOAT) {
+        PyErr_SetString(PyExc_TypeError, "_gemm: out must be a bfloat16 or float32 array");
+        return NULL;
+    }
+    if (PyArray_NDIM(a) != 3 || PyArray_NDIM(b) != 3 || PyArray_NDIM(out) != 3) {
+        PyErr_SetString(PyExc_ValueError, "_gemm: a, b and out must be 3-D (batch, rows, cols)");
+        return NULL;
+    }
+    npy_intp *sa = PyArray_DIMS(a), *sb = PyArray_DIMS(b), *so = PyArray_DIMS(out);
+    npy_intp batch = so[0], M = sa[1], K = sa[2], N = sb[2];
+    if (sb[1] != K || so[1] != M || so[2] != N || sa[0] != batch || sb[0] != batch) {
+        PyErr_SetString(PyExc_ValueError, "_gemm: shapes do not line up");
+        return NULL;
+    }
+    if (!PyArray_ISWRITEABLE(out)) {
+        PyErr_SetString(PyExc_ValueError, "_gemm: out is read-only");
+        return NULL;
+    }
+    if (!PyArray_ISNOTSWAPPED(a) || !PyArray_ISNOTSWAPPED(b) || !PyArray_ISNOTSWAPPED(out)) {
+        PyErr_SetString(PyExc_ValueError, "_gemm: arrays must be in native byte order");
+        return NULL;
+    }
+    npy_intp *ta = PyArray_STRIDES(a), *tb = PyArray_STRIDES(b), *to = PyArray_STRIDES(out);
+    char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b), *po = PyArray_BYTES(out);
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < batch && !failed; i++) {
+        failed = bf16_gemm(M, N, K, pa + i * ta[0], ta[1], ta[2], pb + i * tb[0], tb[1], tb[2],
+                           po + i * to[0], to[1], to[2], out_bf16, nthreads) < 0;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        return PyErr_NoMemory();
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+get_num_threads_py(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    return PyLong_FromLong(bf16_gemm_get_num_threads());
+}
+
+static PyObject *
+set_num_threads_py(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 1 || n > 4096) {
+        PyErr_Format(PyExc_ValueError, "number of threads must be in [1, 4096], got %ld", n);
+        return NULL;
+    }
+    bf16_gemm_set_num_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+workspace_bytes_py(PyObject *NPY_UNUSED(self), PyObject *args)
+{
+    long long M, N, K;
+    int nthreads = 0;
+    if (!PyArg_ParseTuple(args, "LLL|i", &M, &N, &K, &nthreads)) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(bf16_gemm_workspace_bytes(M, N, K, nthreads));
+}
+
+static PyMethodDef matmul_methods[] = {
+    {"_gemm", gemm_py, METH_VARARGS, "Batched bfloat16 GEMM into a bfloat16/float32 out."},
+    {"get_num_threads", get_num_threads_py, METH_NOARGS, "Threads the matmul kernel uses."},
+    {"set_num_threads", set_num_threads_py, METH_O, "Set the threads the matmul kernel uses."},
+    {"_workspace_bytes", workspace_bytes_py, METH_VARARGS,
+     "Upper bound of the extra memory one matmul of (M, N, K) allocates."},
+    {NULL, NULL, 0, NULL}};
+
+static int
+register_gufunc_loop(PyObject *numpy, const char *name, PyUFuncGenericFunction fn)
+{
+    PyObject *ufunc = PyObject_GetAttrString(numpy, name);
+    if (ufunc == NULL) {
+        /* matvec/vecmat arrived in numpy 2.2, vecdot in 2.0 */
+        PyErr_Clear();
+        return 0;
+    }
+    int types[3] = {bf16_type_num, bf16_type_num, bf16_type_num};
+    int r = PyUFunc_RegisterLoopForType((PyUFuncObject *)ufunc, bf16_type_num, fn, types, NULL);
+    Py_DECREF(ufunc);
+    return r;
+}
 
 int
-init_matmul(PyObject *NPY_UNUSED(module))
+init_matmul(PyObject *module)
 {
-    return 0;
+    if (PyModule_AddFunctions(module, matmul_methods) < 0 ||
+            PyModule_AddStringConstant(module, "_gemm_kernel", bf16_gemm_kernel_name()) < 0) {
+        return -1;
+    }
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    if (numpy == NULL) {
+        return -1;
+    }
+    int r = register_gufunc_loop(numpy, "matmul", matmul_loop);
+    if (r == 0) r = register_gufunc_loop(numpy, "vecdot", vecdot_loop);
+    if (r == 0) r = register_gufunc_loop(numpy, "matvec", matvec_loop);
+    if (r == 0) r = register_gufunc_loop(numpy, "vecmat", vecmat_loop);
+    Py_DECREF(numpy);
+    return r;
 }

@@ -709,7 +709,7 @@ static const char *const binary_promoted[] = {
     "maximum", "minimum", "fmax", "fmin", "arctan2", "hypot", "heaviside", "logaddexp",
     "logaddexp2", "copysign", "nextafter", "equal", "not_equal", "less", "less_equal",
     "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "divmod",
-    "matmul", "vecdot"};
+    "matmul", "vecdot", "matvec", "vecmat"};
 
 static int
 register_clip_promoters(PyObject *numpy)
@@ -808,7 +808,8 @@ init_ufuncs(PyObject *module)
         if (r < 0) break;
         PyObject *ufunc = get_ufunc(numpy, name);
         if (ufunc == NULL) {
-            if (strcmp(name, "vecdot") == 0) { /* numpy < 2.0 has no vecdot ufunc */
+            if (strncmp(name, "vec", 3) == 0 || strcmp(name, "matvec") == 0) {
+                /* vecdot arrived in numpy 2.0, matvec/vecmat in 2.2 */
                 PyErr_Clear();
                 continue;
             }

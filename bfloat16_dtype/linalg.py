@@ -1,0 +1,236 @@
+"""Mixed-precision linear algebra: multiply bfloat16, accumulate float32, round once.
+
+The same kernel serves ``a @ b``/``np.matmul``/``np.vecdot``/``np.matvec``/``np.vecmat`` on
+bfloat16 arrays and the functions here, which add what numpy's entry points cannot express:
+``out_dtype=np.float32`` returns the float32 accumulator unrounded (the TPU matrix-unit
+contract), and operands of other types are converted to bfloat16 first.
+
+>>> import numpy as np
+>>> from bfloat16_dtype import bfloat16, matmul
+>>> a = np.ones((2, 300), bfloat16); b = np.ones((300, 2), bfloat16)
+>>> matmul(a, b)
+array([[300., 300.],
+       [300., 300.]], dtype=bfloat16)
+>>> matmul(a, b, out_dtype=np.float32).dtype
+dtype('float32')
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Optional
+
+import numpy as np
+
+from . import _ext
+from ._ext import bfloat16
+
+__all__ = ["matmul", "dot", "matvec", "vecmat", "vdot", "inner", "get_num_threads",
+           "set_num_threads", "num_threads"]
+
+_BF16 = np.dtype(bfloat16)
+_OUT_DTYPES = (np.dtype(bfloat16), np.dtype(np.float32))
+
+
+def get_num_threads() -> int:
+    """Threads the matmul kernel uses (default: ``BFLOAT16_DTYPE_NUM_THREADS`` or all CPUs)."""
+    return _ext.get_num_threads()
+
+
+def set_num_threads(n: int) -> None:
+    """Set the threads the matmul kernel uses for later calls (``n >= 1``)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"set_num_threads: n must be an int, got {n!r}")
+    _ext.set_num_threads(int(n))
+
+
+@contextlib.contextmanager
+def num_threads(n: int) -> Iterator[None]:
+    """Context manager: use ``n`` matmul threads inside the block."""
+    old = get_num_threads()
+    set_num_threads(n)
+    try:
+        yield
+    finally:
+        set_num_threads(old)
+
+
+def _as_bf16(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype == _BF16:
+        return arr
+    if arr.dtype.kind not in "biuf" and arr.dtype != _BF16:
+        raise TypeError(f"matmul: {name} must be a real numeric array, got dtype {arr.dtype}")
+    with np.errstate(over="ignore"):
+        return arr.astype(_BF16)
+
+
+def _result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype:
+    """Result dtype for out_dtype=None: bfloat16 @ bfloat16 stays bfloat16, mixed inputs follow
+    the package's promotion table (bfloat16 @ float32 -> float32, ...)."""
+    dt = np.result_type(np.empty(0, a.dtype) + np.empty(0, b.dtype)) if (
+        a.dtype != b.dtype) else a.dtype
+    if dt.kind in "biu":  # integers convert to bfloat16 like everything else
+        return _BF16
+    return dt
+
+
+def _resolve_out_dtype(out_dtype, a, b) -> np.dtype:
+    if out_dtype is None:
+        return _result_dtype(a, b)
+    try:
+        dt = np.dtype(out_dtype)
+    except TypeError as exc:
+        raise TypeError(f"matmul: out_dtype must be a dtype, got {out_dtype!r}") from exc
+    return dt
+
+
+def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndarray:
+    """Matrix product with numpy ``matmul`` semantics, computed in mixed precision.
+
+    Operands are converted to bfloat16 (if they are not already); each product is exact in
+    float32 and sums accumulate in float32. ``out_dtype=None`` gives bfloat16 for bfloat16
+    inputs (each element rounded once) and the promoted type for mixed inputs;
+    ``out_dtype=np.float32`` returns the float32 accumulator itself. ``out`` may be a
+    preallocated bfloat16 or float32 array of the result's shape.
+
+    >>> import numpy as np
+    >>> from bfloat16_dtype import bfloat16, matmul
+    >>> matmul(np.eye(2, dtype=bfloat16), np.array([1.5, 2], bfloat16))
+    array([1.5, 2. ], dtype=bfloat16)
+    """
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    if a_arr.ndim == 0 or b_arr.ndim == 0:
+        raise ValueError("matmul: Input operand %d does not have enough dimensions "
+                         "(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
+                         % (0 if a_arr.ndim == 0 else 1))
+    target = _resolve_out_dtype(out_dtype, a_arr, b_arr)
+    if out is not None:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"matmul: out must be a numpy array, got {type(out).__name__}")
+        if out_dtype is not None and out.dtype != target:
+            raise TypeError(f"matmul: out has dtype {out.dtype} but out_dtype is {target}")
+        target = out.dtype
+    A, B = _as_bf16(a_arr, "a"), _as_bf16(b_arr, "b")
+
+    # numpy's 1-D promotion: prepend/append a unit dimension, removed again at the end
+    squeeze_a, squeeze_b = A.ndim == 1, B.ndim == 1
+    if squeeze_a:
+        A = A[np.newaxis, :]
+    if squeeze_b:
+        B = B[:, np.newaxis]
+    M, K = A.shape[-2:]
+    K2, N = B.shape[-2:]
+    if K != K2:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"signature (n?,k),(k,m?)->(n?,m?) (size {K2} is different from {K})")
+    try:
+        batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"operands could not be broadcast together with remapped shapes "
+            f"[original->remapped]: {a_arr.shape}->{A.shape} {b_arr.shape}->{B.shape}") from None
+    full_shape = batch + (M, N)
+    result_shape = batch + ((M,) if not squeeze_a else ()) + ((N,) if not squeeze_b else ())
+
+    if out is not None and out.shape != result_shape:
+        raise ValueError(f"matmul: out has shape {out.shape}, expected {result_shape}")
+    kernel_dtype = target if target in _OUT_DTYPES else np.dtype(np.float32)
+
+    # Inputs that overlap the output are copied first, so the result is as if computed apart.
+    if out is not None:
+        if np.may_share_memory(out, A):
+            A = A.copy()
+        if np.may_share_memory(out, B):
+            B = B.copy()
+
+    A3 = np.broadcast_to(A, batch + (M, K)).reshape((-1, M, K)) if batch else A.reshape(1, M, K)
+    B3 = np.broadcast_to(B, batch + (K, N)).reshape((-1, K, N)) if batch else B.reshape(1, K, N)
+    direct = (out is not None and out.dtype == kernel_dtype and
+              out.dtype.isnative)
+    if direct:
+        res = out.reshape(full_shape) if out.ndim != len(full_shape) else out
+        R3 = res.reshape((-1, M, N)) if len(full_shape) != 3 else res
+        if not np.shares_memory(R3, res) and R3.size:
+            direct = False
+    if not direct:
+        R3 = np.empty((max(A3.shape[0], 1) if batch else 1, M, N), kernel_dtype)
+    if A3.shape[0] != R3.shape[0]:  # zero-sized batch
+        R3 = np.empty((A3.shape[0], M, N), kernel_dtype)
+    if R3.size:
+        _ext._gemm(A3, B3, R3)
+    result = R3.reshape(result_shape)
+    if direct:
+        return out
+    if result.dtype != target:
+        result = result.astype(target)
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+def matvec(a, v, *, out=None, out_dtype=None) -> np.ndarray:
+    """Matrix-vector product over the last axes: ``(..., m, n) x (..., n) -> (..., m)``.
+    Memory-bound: the bfloat16 matrix is streamed once and widened on the fly."""
+    res = matmul(a, np.asarray(v)[..., np.newaxis], out_dtype=out_dtype)[..., 0]
+    return res if out is None else _copy_into(out, res)
+
+
+def vecmat(v, a, *, out=None, out_dtype=None) -> np.ndarray:
+    """Vector-matrix product over the last axes: ``(..., n) x (..., n, m) -> (..., m)``."""
+    res = matmul(np.asarray(v)[..., np.newaxis, :], a, out_dtype=out_dtype)[..., 0, :]
+    return res if out is None else _copy_into(out, res)
+
+
+def _copy_into(out: np.ndarray, res: np.ndarray) -> np.ndarray:
+    if out.shape != res.shape:
+        raise ValueError(f"out has shape {out.shape}, expected {res.shape}")
+    out[...] = res
+    return out
+
+
+def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
+    """``np.dot`` semantics (sum over the last axis of ``a`` and the second-to-last of ``b``)
+    with the mixed-precision kernel."""
+    A, B = np.asarray(a), np.asarray(b)
+    if A.ndim == 0 or B.ndim == 0:
+        res = np.multiply(_as_bf16(A, "a"), _as_bf16(B, "b"))
+        if out_dtype is not None:
+            res = res.astype(out_dtype)
+        return res if out is None else _copy_into(out, res)
+    if A.ndim <= 2 and B.ndim <= 2:
+        return matmul(A, B, out=out, out_dtype=out_dtype)
+    # dot(a, b)[i, j, k, m] = sum(a[i, j, :] * b[k, :, m])
+    if B.ndim == 1:
+        return matmul(A, B, out=out, out_dtype=out_dtype)
+    Bm = np.moveaxis(B, -2, 0)  # (K, ..., N)
+    K = Bm.shape[0]
+    if A.shape[-1] != K:
+        raise ValueError(f"shapes {A.shape} and {B.shape} not aligned: "
+                         f"{A.shape[-1]} (dim {A.ndim - 1}) != {K} (dim {B.ndim - 2})")
+    res = matmul(A.reshape(-1, K), Bm.reshape(K, -1), out_dtype=out_dtype)
+    res = res.reshape(A.shape[:-1] + Bm.shape[1:])
+    return res if out is None else _copy_into(out, res)
+
+
+def inner(a, b, *, out_dtype=None) -> np.ndarray:
+    """``np.inner``: sum over the last axes of both operands."""
+    A, B = np.asarray(a), np.asarray(b)
+    if A.ndim == 0 or B.ndim == 0:
+        return dot(A, B, out_dtype=out_dtype)
+    if A.shape[-1] != B.shape[-1]:
+        raise ValueError(f"shapes {A.shape} and {B.shape} not aligned: "
+                         f"{A.shape[-1]} (dim {A.ndim - 1}) != {B.shape[-1]} (dim {B.ndim - 1})")
+    K = A.shape[-1]
+    res = matmul(A.reshape(-1, K), B.reshape(-1, K).T, out_dtype=out_dtype)
+    return res.reshape(A.shape[:-1] + B.shape[:-1])
+
+
+def vdot(a, b, *, out_dtype=None):
+    """``np.vdot`` for real data: the flattened dot product, float32-accumulated."""
+    A, B = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
+    if A.size != B.size:
+        raise ValueError(f"vdot: vectors have different sizes {A.size} and {B.size}")
+    return matmul(A, B, out_dtype=out_dtype)[()]
+
