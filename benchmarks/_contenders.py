@@ -18,6 +18,10 @@ from typing import Any
 import numpy as np
 
 
+class OperationCrashed(RuntimeError):
+    """An operation of ours that was disabled because it killed a test process."""
+
+
 class Contender:
     key: str
     label: str
@@ -115,7 +119,7 @@ class NumpyContender(Contender):
 class OursContender(NumpyContender):
     """bfloat16_dtype; also exposes the package's own ``matmul`` (bf16 multiply, f32 accumulate)."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
         self.key, self.label, self.bf16 = "ours", "bfloat16_dtype", True
         self.module = None
         try:
@@ -128,6 +132,26 @@ class OursContender(NumpyContender):
         self.module = bfloat16_dtype
         self.dtype = np.dtype(bfloat16)
         self.version = f"bfloat16_dtype {getattr(bfloat16_dtype, '__version__', '(no __version__)')}"
+        if threads and hasattr(bfloat16_dtype, "set_num_threads"):
+            bfloat16_dtype.set_num_threads(threads)
+
+    def describe(self) -> str:
+        text = super().describe()
+        get_threads = getattr(self.module, "get_num_threads", None)
+        if get_threads is not None:
+            try:
+                text += f", matmul kernel threads: {get_threads()}"
+            except Exception as exc:  # noqa: BLE001
+                text += f", matmul kernel threads: error: {exc}"
+        return text
+
+    def disable(self, op: str, reason: str) -> None:
+        """Make ``op`` raise instead of running (used for operations that crash the process)."""
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise OperationCrashed(reason)
+
+        setattr(self, op, refuse)
 
     def package_matmul(self, a, b, out=None, out_dtype=None):
         # Looked up per call so that a missing function shows as an error cell, not a crash.
@@ -258,7 +282,7 @@ class TorchContender(Contender):
 def load_contenders(threads: int | None) -> list[Contender]:
     """All contenders in column order: ours first, then the baselines, then the other bf16s."""
     return [
-        OursContender(),
+        OursContender(threads),
         NumpyContender("float32", "float32", np.float32),
         NumpyContender("float16", "float16", np.float16),
         MlDtypesContender(),

@@ -128,13 +128,13 @@ class Cell:
     def error(cls, exc: BaseException | str) -> "Cell":
         message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
         message = " ".join(str(message).split())  # one line, whatever the exception said
-        return cls(f"error: {shorten(message, 70)}", status="error", message=message)
+        return cls(f"error: {shorten(message, 100)}", status="error", message=message)
 
     @classmethod
     def missing(cls, status: str) -> "Cell":
         """A contender that is not installed (or failed to import)."""
         if status.startswith("error"):
-            return cls(shorten(status, 78), status="error", message=status)
+            return cls(shorten(status, 107), status="error", message=status)
         return cls(status, status="not installed")
 
     @classmethod
@@ -410,6 +410,7 @@ THREAD_ENV_VARS = (
     "MKL_NUM_THREADS",
     "BLIS_NUM_THREADS",
     "NUMEXPR_NUM_THREADS",
+    "BFLOAT16_DTYPE_NUM_THREADS",
 )
 
 
@@ -513,6 +514,18 @@ def machine_info(settings: Settings, contenders: Iterable[Any], bandwidth: float
     return info
 
 
+def busy_warning(info: dict[str, Any]) -> str | None:
+    """A warning when other processes were keeping the CPUs busy as the run started."""
+    load, cores = info.get("load_average"), info.get("usable_cores") or info.get("logical_cores")
+    if not load or not cores or load[0] < 0.75 * cores:
+        return None
+    return (
+        f"**Warning:** the machine was busy when this run started (1-minute load average "
+        f"{load[0]:g} on {cores} cores); timings, multi-threaded ones especially, are noisy. "
+        "Re-run on an idle machine for numbers worth quoting."
+    )
+
+
 def render_machine(info: dict[str, Any]) -> str:
     env = ", ".join(f"{k}={v}" for k, v in info["thread_env"].items()) or "none set"
     cores = f"{info['logical_cores']} logical"
@@ -532,6 +545,8 @@ def render_machine(info: dict[str, Any]) -> str:
     ]
     for key, desc in info["contenders"].items():
         lines.append(f"- Contender `{key}`: {desc}")
+    for reason in info.get("crashing_operations", {}).values():
+        lines.append(f"- Disabled for this run: {reason}")
     return "\n".join(lines)
 
 

@@ -18,7 +18,9 @@ COLOURS = {
 }
 
 
-def make_plots(sections: list[Section], out_dir: Path, copy_gbs: float) -> tuple[list[tuple[str, str]], str | None]:
+def make_plots(
+    sections: list[Section], out_dir: Path, copy_gbs: float
+) -> tuple[list[tuple[str, str]], str | None]:
     """Write the plots; return ([(file name, caption)], note) where note explains any omission."""
     try:
         import matplotlib
@@ -38,7 +40,8 @@ def make_plots(sections: list[Section], out_dir: Path, copy_gbs: float) -> tuple
     if speed:
         name = _plot_relative(plt, speed, out_dir)
         if name:
-            written.append((name, "Throughput of each operation relative to float32 (log scale; > 1 is faster)."))
+            caption = "Throughput of each operation relative to float32 (log scale; > 1 is faster)."
+            written.append((name, caption))
     if "matvec" in by_key:
         name = _plot_matvec(plt, by_key["matvec"], out_dir, copy_gbs)
         if name:
@@ -68,7 +71,7 @@ def _plot_matmul(plt: Any, section: Section, out_dir: Path) -> str | None:
                 color=COLOURS.get(col.key),
             )
     ax.set_xticks(xs)
-    ax.set_xticklabels([r.size for r in rows], rotation=15)
+    ax.set_xticklabels([r.size for r in rows], rotation=15, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("GFLOP/s (log scale)")
     ax.set_xlabel("matrix size")

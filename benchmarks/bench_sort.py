@@ -14,7 +14,8 @@ def build_sort(ctx: Context) -> Section:
         title="Sorting",
         note=(
             "Time per call of `np.sort(a)` and `np.argsort(a)` (torch: `torch.sort(a)`, which also "
-            "returns the indices, and `torch.argsort(a)`) on uniform random values. Calls slower than a second are timed once after the warm-up. "
+            "returns the indices, and `torch.argsort(a)`) on uniform random values. Calls slower "
+            "than a second are timed once after the warm-up. "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),

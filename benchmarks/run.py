@@ -110,7 +110,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def apply_thread_limit(threads: int) -> None:
     # Native thread pools read these when the library loads, so this runs before numpy is imported.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+    for var in (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "BFLOAT16_DTYPE_NUM_THREADS",
+    ):
         os.environ[var] = str(threads)
 
 
@@ -125,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     import _harness as h
     from _contenders import load_contenders
     from _plots import make_plots
+    from _preflight import find_crashing_ops
     import bench_accuracy
     import bench_elementwise
     import bench_matmul
@@ -133,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     import bench_sort
 
     builders = {}
-    for module in (bench_memory, bench_accuracy, bench_elementwise, bench_reductions, bench_sort, bench_matmul):
+    modules = (bench_memory, bench_accuracy, bench_elementwise, bench_reductions, bench_sort, bench_matmul)
+    for module in modules:
         builders.update(module.AREAS)
     areas = [a for a in AREAS_IN_ORDER if a in (args.only or AREAS_IN_ORDER)]  # report order is fixed
 
@@ -149,10 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     settings = h.Settings.for_mode(args.quick, sizes=args.sizes, threads=args.threads)
     contenders = load_contenders(args.threads)
     log = (lambda msg: None) if args.no_progress else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    ours = next(c for c in contenders if c.key == h.OURS)
+    crashed = {}
+    if ours.available:
+        log("checking bfloat16_dtype operations for crashes in a child process ...")
+        crashed = find_crashing_ops()
+        for op, reason in crashed.items():
+            ours.disable(op, reason)
     log("measuring copy bandwidth ...")
     bandwidth = h.copy_bandwidth(2**20 if args.quick else 2**24, settings)
     ctx = h.Context(settings, contenders, copy_gbs=bandwidth)
     machine = h.machine_info(settings, contenders, bandwidth)
+    machine["crashing_operations"] = crashed
 
     sections: list[h.Section] = []
     for area in areas:
@@ -177,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         sections, args.out_dir, bandwidth
     )
     elapsed = time.perf_counter() - started
-    command = "python benchmarks/run.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+    given = argv if argv is not None else sys.argv[1:]
+    command = " ".join(["python benchmarks/run.py", *given])
     report = render_report(h, sections, machine, settings, command, elapsed, plots, plot_note)
     print(report)
     (args.out_dir / "report.md").write_text(report + "\n", encoding="utf-8")
@@ -236,6 +253,9 @@ def render_report(h, sections, machine, settings, command, elapsed, plots, plot_
         "",
         h.render_machine(machine),
     ]
+    warning = h.busy_warning(machine)
+    if warning:
+        parts += ["", warning]
     for section in sections:
         parts += ["", h.render_section(section)]
     if plots or plot_note:

@@ -96,8 +96,10 @@ static inline float f64_to_f32_round_odd(double d)
 }
 static inline bf16_t f64_to_bf16(double d)
 {
-    if (isnan(d)) {
-        uint64_t b = f64_bits(d);
+    /* NaN tested on the bits: a float compare would raise "invalid" for signalling NaNs,
+     * which numpy's float16 casts do not. */
+    uint64_t b = f64_bits(d);
+    if ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) {
         return (bf16_t)(((b >> 48) & BF16_SIGN) | BF16_QNAN);
     }
     return f32_to_bf16(f64_to_f32_round_odd(d));

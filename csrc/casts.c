@@ -106,7 +106,7 @@ longdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
     for (npy_intp i = 0; i < n; i++) {
         long double v = LOAD(long double, from, i);
         bf16_t h = f64_to_bf16(longdouble_round_odd(v));
-        overflow |= bf16_isinf(h) && isfinite((double)v);
+        overflow |= bf16_isinf(h) && isfinite(v);
         STORE(bf16_t, to, i, h);
     }
     if (overflow) {
@@ -125,13 +125,22 @@ warn_complex(void)
     }
 }
 
+/* complex -> bfloat16 keeps the real part (with numpy's ComplexWarning) and, like the real
+ * casts, reports overflow of a finite value to inf. */
 static void
 cfloat_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
 {
     (void)a; (void)b;
     warn_complex();
+    int overflow = 0;
     for (npy_intp i = 0; i < n; i++) {
-        STORE(bf16_t, to, i, f32_to_bf16(LOAD(float, from, 2 * i)));
+        float f = LOAD(float, from, 2 * i);
+        bf16_t h = f32_to_bf16(f);
+        overflow |= bf16_overflowed(f, h);
+        STORE(bf16_t, to, i, h);
+    }
+    if (overflow) {
+        bf16_raise_overflow();
     }
 }
 
@@ -140,8 +149,32 @@ cdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
 {
     (void)a; (void)b;
     warn_complex();
+    int overflow = 0;
     for (npy_intp i = 0; i < n; i++) {
-        STORE(bf16_t, to, i, f64_to_bf16(LOAD(double, from, 2 * i)));
+        double d = LOAD(double, from, 2 * i);
+        bf16_t h = f64_to_bf16(d);
+        overflow |= bf16_isinf(h) && isfinite(d);
+        STORE(bf16_t, to, i, h);
+    }
+    if (overflow) {
+        bf16_raise_overflow();
+    }
+}
+
+static void
+clongdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
+{
+    (void)a; (void)b;
+    warn_complex();
+    int overflow = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        long double v = LOAD(long double, from, 2 * i);
+        bf16_t h = f64_to_bf16(longdouble_round_odd(v));
+        overflow |= bf16_isinf(h) && isfinite(v);
+        STORE(bf16_t, to, i, h);
+    }
+    if (overflow) {
+        bf16_raise_overflow();
     }
 }
 
@@ -352,7 +385,7 @@ static const cast_entry cast_table[] = {
     {NPY_LONGDOUBLE, longdouble_to_bf16, bf16_to_longdouble, 0, 1},
     {NPY_CFLOAT, cfloat_to_bf16, bf16_to_cfloat, 0, 1},
     {NPY_CDOUBLE, cdouble_to_bf16, bf16_to_cdouble, 0, 1},
-    {NPY_CLONGDOUBLE, NULL, bf16_to_clongdouble, 0, 1},
+    {NPY_CLONGDOUBLE, clongdouble_to_bf16, bf16_to_clongdouble, 0, 1},
     {NPY_OBJECT, object_to_bf16, bf16_to_object, 0, 0},
     {NPY_STRING, string_to_bf16, NULL, 0, 0},
     {NPY_UNICODE, unicode_to_bf16, NULL, 0, 0},

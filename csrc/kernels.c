@@ -224,7 +224,7 @@ KINLINE int16_t amax_key(uint16_t h, int negate)
     int16_t sm = (int16_t)((int16_t)h >> 15);             /* -1 if sign bit set */
     if (negate) sm = (int16_t)~sm;
     int16_t ord = (int16_t)((mag ^ sm) - sm);              /* sign applied to magnitude */
-    int16_t nm = (int16_t)((int16_t)(BF16_INF - mag) >> 15); /* -1 iff bf16_isnan(h) */
+    int16_t nm = (int16_t)((int16_t)(BF16_INF - (unsigned)mag) >> 15); /* -1 iff bf16_isnan(h) */
     return (int16_t)((ord & ~nm) | (nm & 0x7fff));
 }
 

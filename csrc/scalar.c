@@ -209,7 +209,12 @@ bf16_from_object(PyObject *obj, bf16_t *out)
 
 /* ---- printing ------------------------------------------------------------------------- */
 
-/* Fewest significant digits (1..9) whose decimal value rounds back to `bits`. */
+/*
+ * Fewest significant digits (1..9) whose decimal value rounds back to `bits`. At each length
+ * the nearest decimal is not enough: at a power of two the rounding interval is lopsided, so
+ * the decimals one unit below and above are tried too (e.g. 2^-119 is "1.51e-36", whose
+ * nearest 3-digit decimal 1.50e-36 lies outside the interval). The closest hit wins.
+ */
 static int
 bf16_shortest_digits(bf16_t bits, double *value)
 {
@@ -217,9 +222,33 @@ bf16_shortest_digits(bf16_t bits, double *value)
     char buf[64];
     for (int p = 1; p <= 9; p++) {
         snprintf(buf, sizeof buf, "%.*e", p - 1, exact);
-        double back = strtod(buf, NULL);
-        if (f64_to_bf16(back) == bits) {
-            *value = back;
+        char *e = strchr(buf, 'e');
+        if (e == NULL) {
+            break;
+        }
+        int exp10 = atoi(e + 1) - (p - 1);
+        long long mant = 0;
+        for (char *c = buf; c < e; c++) {
+            if (*c >= '0' && *c <= '9') {
+                mant = mant * 10 + (*c - '0');
+            }
+        }
+        int found = 0;
+        double best = 0.0;
+        for (long long m = mant - 1; m <= mant + 1; m++) {
+            if (m < 0) {
+                continue;
+            }
+            snprintf(buf, sizeof buf, "%s%llde%d", exact < 0 ? "-" : "", m, exp10);
+            double back = strtod(buf, NULL);
+            if (f64_to_bf16(back) == bits &&
+                    (!found || fabs(back - exact) < fabs(best - exact))) {
+                best = back;
+                found = 1;
+            }
+        }
+        if (found) {
+            *value = best;
             return p;
         }
     }

@@ -20,8 +20,9 @@ static inline float py_fmod_div(float a, float b, float *mod_out)
         return a / b;
     }
     float div = (a - mod) / b;
+    /* quiet comparisons: a NaN operand must not raise "invalid" (numpy raises nothing) */
     if (mod != 0.0f) {
-        if ((b < 0.0f) != (mod < 0.0f)) {
+        if (std::isless(b, 0.0f) != std::isless(mod, 0.0f)) {
             mod += b;
             div -= 1.0f;
         }
@@ -32,7 +33,8 @@ static inline float py_fmod_div(float a, float b, float *mod_out)
     float floordiv;
     if (div != 0.0f) {
         floordiv = std::floor(div);
-        if (div - floordiv > 0.5f) floordiv += 1.0f;
+        /* an overflowed quotient is already integral; inf - inf would raise "invalid" */
+        if (std::isfinite(div) && std::isgreater(div - floordiv, 0.5f)) floordiv += 1.0f;
     }
     else {
         floordiv = std::copysign(0.0f, a / b);
@@ -54,42 +56,51 @@ struct Remainder {
     static float f(float a, float b) { float m; py_fmod_div(a, b, &m); return m; }
 };
 struct Fmod { static float f(float a, float b) { return std::fmod(a, b); } };
+/* std::isgreaterequal & co. are the quiet IEEE comparisons: NaN operands raise no "invalid" */
 struct Maximum {
-    static float f(float a, float b) { return (a >= b || a != a) ? a : b; }
+    static float f(float a, float b) { return (std::isgreaterequal(a, b) || a != a) ? a : b; }
 };
 struct Minimum {
-    static float f(float a, float b) { return (a <= b || a != a) ? a : b; }
+    static float f(float a, float b) { return (std::islessequal(a, b) || a != a) ? a : b; }
 };
-struct Fmax { static float f(float a, float b) { return (a >= b || b != b) ? a : b; } };
-struct Fmin { static float f(float a, float b) { return (a <= b || b != b) ? a : b; } };
+struct Fmax {
+    static float f(float a, float b) { return (std::isgreaterequal(a, b) || b != b) ? a : b; }
+};
+struct Fmin {
+    static float f(float a, float b) { return (std::islessequal(a, b) || b != b) ? a : b; }
+};
 struct Arctan2 { static float f(float a, float b) { return std::atan2(a, b); } };
 struct Hypot { static float f(float a, float b) { return std::hypot(a, b); } };
 struct Heaviside {
     static float f(float x, float h0)
     {
         if (x != x) return x;
-        return x < 0.0f ? 0.0f : (x > 0.0f ? 1.0f : h0);
+        return std::isless(x, 0.0f) ? 0.0f : (std::isgreater(x, 0.0f) ? 1.0f : h0);
     }
 };
+/* In float64: a - b cannot overflow (max - (-max) would in float32) and the result is
+ * within one bfloat16 ulp even for near-cancelling inputs. */
 struct Logaddexp {
     static float f(float a, float b)
     {
-        if (a == b) return a + 0.693147180559945309f; /* also right for +-inf */
-        float d = a - b;
-        if (d > 0) return a + std::log1p(std::exp(-d));
-        if (d <= 0) return b + std::log1p(std::exp(d));
-        return d; /* nan */
+        double x = a, y = b;
+        if (x == y) return (float)(x + 0.693147180559945309); /* also right for +-inf */
+        double d = x - y;
+        if (d > 0) return (float)(x + std::log1p(std::exp(-d)));
+        if (d <= 0) return (float)(y + std::log1p(std::exp(d)));
+        return (float)d; /* nan */
     }
 };
 struct Logaddexp2 {
     static float f(float a, float b)
     {
-        const float inv_ln2 = 1.44269504088896341f;
-        if (a == b) return a + 1.0f;
-        float d = a - b;
-        if (d > 0) return a + std::log1p(std::exp2(-d)) * inv_ln2;
-        if (d <= 0) return b + std::log1p(std::exp2(d)) * inv_ln2;
-        return d;
+        const double inv_ln2 = 1.44269504088896340736;
+        double x = a, y = b;
+        if (x == y) return (float)(x + 1.0);
+        double d = x - y;
+        if (d > 0) return (float)(x + std::log1p(std::exp2(-d)) * inv_ln2);
+        if (d <= 0) return (float)(y + std::log1p(std::exp2(d)) * inv_ln2);
+        return (float)d;
     }
 };
 
@@ -104,17 +115,20 @@ struct Nextafter {
         float x = bf16_to_f32(a), y = bf16_to_f32(b);
         if (x == y) return b;
         if (x == 0.0f) return (bf16_t)((b & BF16_SIGN) | 1u);
-        return ((x < y) == (x > 0.0f)) ? (bf16_t)(a + 1u) : (bf16_t)(a - 1u);
+        bf16_t r = ((x < y) == (x > 0.0f)) ? (bf16_t)(a + 1u) : (bf16_t)(a - 1u);
+        if (bf16_isinf(r) && !bf16_isinf(a)) bf16_raise_overflow(); /* as float16/float32 */
+        return r;
     }
 };
 
 /* ---- comparisons and logic: bfloat16 x bfloat16 -> bool ---- */
+/* quiet comparisons: comparing with NaN is False without raising "invalid", as in numpy */
 struct Equal { static bool f(float a, float b) { return a == b; } };
 struct NotEqual { static bool f(float a, float b) { return a != b; } };
-struct Less { static bool f(float a, float b) { return a < b; } };
-struct LessEqual { static bool f(float a, float b) { return a <= b; } };
-struct Greater { static bool f(float a, float b) { return a > b; } };
-struct GreaterEqual { static bool f(float a, float b) { return a >= b; } };
+struct Less { static bool f(float a, float b) { return std::isless(a, b); } };
+struct LessEqual { static bool f(float a, float b) { return std::islessequal(a, b); } };
+struct Greater { static bool f(float a, float b) { return std::isgreater(a, b); } };
+struct GreaterEqual { static bool f(float a, float b) { return std::isgreaterequal(a, b); } };
 struct LogicalAnd { static bool f(float a, float b) { return a != 0.0f && b != 0.0f; } };
 struct LogicalOr { static bool f(float a, float b) { return a != 0.0f || b != 0.0f; } };
 struct LogicalXor { static bool f(float a, float b) { return (a != 0.0f) != (b != 0.0f); } };
@@ -155,7 +169,12 @@ struct Ceil { static float f(float a) { return std::ceil(a); } };
 struct Trunc { static float f(float a) { return std::trunc(a); } };
 struct Rint { static float f(float a) { return std::nearbyint(a); } };
 struct Sign {
-    static float f(float a) { return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : a); }
+    static float f(float a)
+    {
+        /* numpy: sign(-0.0) is +0.0, sign(NaN) is NaN */
+        if (a == 0.0f) return 0.0f;
+        return std::isgreater(a, 0.0f) ? 1.0f : (std::isless(a, 0.0f) ? -1.0f : a);
+    }
 };
 
 /* ---- unary on bits ---- */
@@ -165,8 +184,14 @@ struct Absolute { static bf16_t bits(bf16_t a) { return (bf16_t)(a & BF16_ABS); 
 struct Spacing {
     static bf16_t bits(bf16_t a)
     {
-        if (!bf16_isfinite(a)) return BF16_QNAN;
-        /* distance to the next value away from zero; the largest finite steps to inf */
+        /* flags as numpy's float16 spacing: inf/NaN -> NaN "invalid", +-max -> inf "overflow" */
+        if (!bf16_isfinite(a)) {
+            bf16_raise_invalid();
+            return BF16_QNAN;
+        }
+        if ((a & BF16_ABS) == BF16_MAX) bf16_raise_overflow();
+        if (bf16_iszero(a)) return 1u; /* +-0: the smallest subnormal, positive as for float32 */
+        /* distance to the next value away from zero, with the sign of x (float32 convention) */
         float x = bf16_to_f32(a), next = bf16_to_f32((bf16_t)(a + 1u));
         return f32_to_bf16(next - x);
     }

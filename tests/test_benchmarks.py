@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,13 +35,14 @@ def run_benchmarks(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedPro
     out_dir = tmp_path / "results"
     json_path = tmp_path / "results.json"
     proc = subprocess.run(
-        [sys.executable, str(RUN), "--quick", "--no-progress", "--out-dir", str(out_dir), "--json", str(json_path), *extra],
+        [sys.executable, str(RUN), "--quick", "--no-progress"]
+        + ["--out-dir", str(out_dir), "--json", str(json_path), *extra],
         cwd=tmp_path,  # nothing is written next to the committed results
         capture_output=True,
         text=True,
         timeout=240,
     )
-    assert proc.returncode == 0, f"run.py failed:\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"run.py failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc, out_dir, json_path
 
 
@@ -48,7 +50,8 @@ def run_benchmarks(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedPro
 def quick_run(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("bench")
     proc, out_dir, json_path = run_benchmarks(tmp_path)
-    return proc, (out_dir / "report.md").read_text(encoding="utf-8"), json.loads(json_path.read_text()), out_dir
+    report = (out_dir / "report.md").read_text(encoding="utf-8")
+    return proc, report, json.loads(json_path.read_text()), out_dir
 
 
 def test_report_has_every_section_and_the_machine(quick_run):
@@ -76,7 +79,8 @@ def test_speed_tables_have_contender_and_speedup_columns(quick_run):
 
 def test_json_structure(quick_run):
     _, _, data, _ = quick_run
-    assert {"schema", "generated", "command", "mode", "elapsed_seconds", "machine", "settings", "sections"} <= set(data)
+    top = {"schema", "generated", "command", "mode", "elapsed_seconds", "machine", "settings", "sections"}
+    assert top <= set(data)
     assert data["mode"] == "quick"
     machine = data["machine"]
     for key in ("cpu", "logical_cores", "numpy", "blas", "thread_pools", "copy_bandwidth_gbs", "contenders"):
@@ -135,7 +139,8 @@ def test_plots_written_when_matplotlib_present(quick_run):
 
 
 def test_only_and_sizes_options(tmp_path):
-    proc, out_dir, json_path = run_benchmarks(tmp_path, "--only", "sort,memory", "--sizes", "2^10", "--threads", "1", "--no-plots")
+    options = ["--only", "sort,memory", "--sizes", "2^10", "--threads", "1", "--no-plots"]
+    proc, out_dir, json_path = run_benchmarks(tmp_path, *options)
     data = json.loads(json_path.read_text())
     assert [s["key"] for s in data["sections"]] == ["memory", "training_memory", "sort"]
     assert {r["size"] for r in data["sections"][2]["rows"]} == {"2^10"}
@@ -179,3 +184,57 @@ def test_a_failing_operation_becomes_an_error_cell():
     assert row.cells["ours"].text == "error: ValueError: no loop for bfloat16"
     assert row.cells["ml_dtypes"].text == "not installed"
     assert row.speedup == {"ml_dtypes": None}
+
+
+def _fake_package(root: Path, body: str) -> dict[str, str]:
+    """A stand-in `bfloat16_dtype` on PYTHONPATH, to show how the report treats a broken package."""
+    package = root / "fake" / "bfloat16_dtype"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(body, encoding="utf-8")
+    return {**os.environ, "PYTHONPATH": str(root / "fake")}
+
+
+def _run_with_env(tmp_path: Path, env: dict[str, str], *extra: str) -> dict:
+    json_path = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--no-progress", "--no-plots"]
+        + ["--out-dir", str(tmp_path / "out"), "--json", str(json_path), *extra],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(json_path.read_text())
+
+
+def test_a_crashing_operation_of_ours_is_reported_not_fatal(tmp_path):
+    env = _fake_package(
+        tmp_path,
+        "import os, signal\n"
+        "import numpy as np\n"
+        "bfloat16 = np.float32\n"
+        "def matmul(a, b, *, out=None, out_dtype=None):\n"
+        "    os.kill(os.getpid(), signal.SIGSEGV)\n",
+    )
+    data = _run_with_env(tmp_path, env, "--only", "matmul")
+    assert list(data["machine"]["crashing_operations"]) == ["package_matmul"]
+    rows = [r for r in data["sections"][0]["rows"] if r["operation"] == "a @ b"]
+    assert rows
+    for row in rows:
+        ours = row["cells"]["ours"]
+        assert ours["status"] == "error" and "crashed" in ours["text"]
+        assert row["cells"]["ours_operator"]["status"] == "ok"  # the rest of the row still ran
+        assert row["cells"]["float32"]["status"] == "ok"
+
+
+def test_an_unimportable_package_is_reported_in_every_cell(tmp_path):
+    env = _fake_package(tmp_path, "raise ImportError('extension not built')\n")
+    data = _run_with_env(tmp_path, env, "--only", "memory,reductions")
+    assert data["machine"]["contenders"]["ours"].startswith("error: ImportError: extension not built")
+    reductions = next(s for s in data["sections"] if s["key"] == "reductions")
+    for row in reductions["rows"]:
+        assert row["cells"]["ours"]["text"] == "error: ImportError: extension not built"
+        assert row["cells"]["float32"]["status"] == "ok"
+        assert row["speedup"]["float32"] is None

@@ -107,8 +107,15 @@ static void gemv_cols_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t
     }
 }
 
+void bg_write_block_generic(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                            int64_t mr, int64_t nr)
+{
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++) bg_store(c, i0 + i, j0 + j, t[i * ld + j]);
+}
+
 static const bg_kernels kernels_portable = {
-    "portable 6x16", ukernel_portable, bg_pack_a_generic, bg_pack_b_generic,
+    "portable 6x16", ukernel_portable, bg_write_block_generic, bg_pack_a_generic, bg_pack_b_generic,
     gemv_rows_portable, gemv_cols_portable,
 };
 
@@ -313,13 +320,6 @@ static void make_plan(bg_problem *p, int nthreads, bg_plan *pl)
  * GEMM
  * ---------------------------------------------------------------------------------------------- */
 
-/* Write out an mr x nr block of float32 values (row stride ld) to C at (i0, j0). */
-static void write_block(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
-                        int64_t mr, int64_t nr)
-{
-    for (int64_t i = 0; i < mr; i++)
-        for (int64_t j = 0; j < nr; j++) bg_store(c, i0 + i, j0 + j, t[i * ld + j]);
-}
 
 static void gemm_thread(const bg_task *tk)
 {
@@ -366,13 +366,13 @@ static void gemm_thread(const bg_task *tk)
                                 }
                             } else { /* K <= KC: the block is final, round it straight out */
                                 kt->ukernel(kc, api, bpj, buf, BG_NR, 0);
-                                write_block(&p->c, i, j, buf, BG_NR, mr, nr);
+                                kt->write_block(&p->c, i, j, buf, BG_NR, mr, nr);
                             }
                         }
                     }
                 }
             }
-            if (pl->use_tile) write_block(&p->c, ib, jc, tile, ldt, mb, nc);
+            if (pl->use_tile) kt->write_block(&p->c, ib, jc, tile, ldt, mb, nc);
         }
     }
 }
@@ -423,6 +423,122 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/*
+ * A small persistent pool: worker w runs tasks[w + 1] of the current job; the caller runs tasks[0].
+ * Workers spin briefly on the job counter (a GEMM call follows another quickly in typical use)
+ * and then sleep on a condition variable. One call uses the pool at a time; a concurrent call
+ * finds it busy and creates its own threads for that call (same partition, same results).
+ * After fork() the child starts with an empty pool (its threads did not survive the fork).
+ */
+#define BG_POOL_MAX 64
+#define BG_SPIN_ITERS 20000
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    atomic_uint gen;      /* job counter */
+    atomic_int pending;   /* workers still running the current job */
+    atomic_int busy;      /* 1 while a call owns the pool */
+    int nworkers;         /* protected by mu */
+    bg_task *tasks;       /* current job, published by gen */
+    int ntasks;
+} bg_pool;
+
+static bg_pool g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_after_fork_child(void)
+{
+    pthread_mutex_init(&g_pool.mu, NULL);
+    pthread_cond_init(&g_pool.wake, NULL);
+    pthread_cond_init(&g_pool.done, NULL);
+    atomic_store(&g_pool.gen, 0);
+    atomic_store(&g_pool.pending, 0);
+    atomic_store(&g_pool.busy, 0);
+    g_pool.nworkers = 0;
+    g_pool.tasks = NULL;
+    g_pool.ntasks = 0;
+}
+
+static void pool_once(void) { pthread_atfork(NULL, NULL, pool_after_fork_child); }
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void *pool_worker(void *arg)
+{
+    int w = (int)(intptr_t)arg;
+    unsigned seen = 0;
+    for (;;) {
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&g_pool.gen, memory_order_acquire)) == seen && spins < BG_SPIN_ITERS) {
+            cpu_relax();
+            spins++;
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&g_pool.mu);
+            while ((g = atomic_load(&g_pool.gen)) == seen) pthread_cond_wait(&g_pool.wake, &g_pool.mu);
+            pthread_mutex_unlock(&g_pool.mu);
+        }
+        seen = g;
+        if (w + 1 < g_pool.ntasks) run_task(&g_pool.tasks[w + 1]);
+        if (atomic_fetch_sub(&g_pool.pending, 1) == 1) {
+            pthread_mutex_lock(&g_pool.mu);
+            pthread_cond_broadcast(&g_pool.done);
+            pthread_mutex_unlock(&g_pool.mu);
+        }
+    }
+    return NULL;
+}
+
+/* Run tasks[0..nt) on the pool; returns 0, or -1 if the pool is busy (the caller then spawns). */
+static int pool_run(bg_task *tasks, int nt)
+{
+    pthread_once(&g_pool_once, pool_once);
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&g_pool.busy, &expected, 1)) return -1;
+    pthread_mutex_lock(&g_pool.mu);
+    int want = nt - 1 < BG_POOL_MAX ? nt - 1 : BG_POOL_MAX;
+    while (g_pool.nworkers < want) {
+        pthread_t tid;
+        pthread_attr_t attr;
+        int ok = pthread_attr_init(&attr) == 0;
+        if (ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        ok = ok && pthread_create(&tid, &attr, pool_worker, (void *)(intptr_t)g_pool.nworkers) == 0;
+        pthread_attr_destroy(&attr);
+        if (!ok) break;
+        g_pool.nworkers++;
+    }
+    int nw = g_pool.nworkers;
+    g_pool.tasks = tasks;
+    g_pool.ntasks = nt;
+    atomic_store(&g_pool.pending, nw);
+    atomic_fetch_add_explicit(&g_pool.gen, 1, memory_order_release);
+    pthread_cond_broadcast(&g_pool.wake);
+    pthread_mutex_unlock(&g_pool.mu);
+
+    run_task(&tasks[0]);
+    for (int t = nw + 1; t < nt; t++) run_task(&tasks[t]); /* shares without a worker */
+
+    int spins = 0;
+    while (atomic_load_explicit(&g_pool.pending, memory_order_acquire) != 0 && spins < 4 * BG_SPIN_ITERS) {
+        cpu_relax();
+        spins++;
+    }
+    if (atomic_load(&g_pool.pending) != 0) {
+        pthread_mutex_lock(&g_pool.mu);
+        while (atomic_load(&g_pool.pending) != 0) pthread_cond_wait(&g_pool.done, &g_pool.mu);
+        pthread_mutex_unlock(&g_pool.mu);
+    }
+    atomic_store(&g_pool.busy, 0);
+    return 0;
+}
+
 static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernels *kt, unsigned char *ws,
                          const float *v)
 {
@@ -430,7 +546,7 @@ static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel
     bg_task *tasks = (bg_task *)(void *)(ws + pl->ws_threads);
     int64_t len = (pl->path != PATH_GEMM || pl->split_m) ? p->M : p->N;
     for (int t = 0; t < nt; t++) {
-        bg_task tk = {p, pl, kt, 0, p->M, 0, p->N, ws, v};
+        bg_task tk = {.p = p, .pl = pl, .kt = kt, .m0 = 0, .m1 = p->M, .n0 = 0, .n1 = p->N, .ws = ws, .v = v};
         int64_t lo = t * pl->chunk, hi = min64(len, lo + pl->chunk);
         if (pl->path != PATH_GEMM || pl->split_m)
             tk.m0 = lo, tk.m1 = hi;
@@ -438,8 +554,10 @@ static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel
             tk.n0 = lo, tk.n1 = hi;
         if (pl->path == PATH_GEMM) tk.ws = ws + (int64_t)t * pl->ws_thread;
         tasks[t] = tk;
-        tasks[t].started = t > 0 && pthread_create(&tasks[t].tid, NULL, thread_main, &tasks[t]) == 0;
     }
+    if (pool_run(tasks, nt) == 0) return;
+    /* Pool busy (another call is using it): threads for this call only. */
+    for (int t = 1; t < nt; t++) tasks[t].started = pthread_create(&tasks[t].tid, NULL, thread_main, &tasks[t]) == 0;
     run_task(&tasks[0]);
     for (int t = 1; t < nt; t++) {
         if (tasks[t].started)
@@ -493,7 +611,7 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
         v = (const float *)(void *)ws;
     }
     if (pl.nthreads <= 1) {
-        bg_task tk = {&p, &pl, kt, 0, p.M, 0, p.N, ws, v};
+        bg_task tk = {.p = &p, .pl = &pl, .kt = kt, .m0 = 0, .m1 = p.M, .n0 = 0, .n1 = p.N, .ws = ws, .v = v};
         run_task(&tk);
     } else {
         run_parallel(&p, &pl, kt, ws, v);

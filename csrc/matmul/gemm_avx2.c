@@ -22,6 +22,206 @@ BG_INLINE __m256 widen8(const unsigned char *p)
  * Micro-kernel: 6 rows x 16 columns, 12 accumulators, one broadcast of A and two loads of B per k.
  * ---------------------------------------------------------------------------------------------- */
 
+#if defined(__x86_64__)
+/* x86-64: the loop is written in assembly so that the 12 accumulators, 2 B vectors and 2 A
+ * broadcasts stay in the 16 ymm registers (compilers tend to spill here). */
+BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                                   int accumulate)
+{
+    for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+    uint64_t k4 = (uint64_t)kc / 4, kr = (uint64_t)kc % 4;
+    int64_t ldc_bytes = ldc * 4;
+    uint64_t acc = accumulate != 0;
+    __asm__ volatile(
+        "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
+        "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
+        "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
+        "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
+        "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
+        "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
+        "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
+        "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
+        "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
+        "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
+        "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
+        "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+        "test %[k4], %[k4]\n\t"
+        "jz 2f\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "prefetcht0 384(%[a])\n\t"
+        "vmovaps 0(%[b]), %%ymm12\n\t"
+        "vmovaps 32(%[b]), %%ymm13\n\t"
+        "vbroadcastss 0(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
+        "vbroadcastss 4(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
+        "vbroadcastss 8(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
+        "vbroadcastss 12(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
+        "vbroadcastss 16(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
+        "vbroadcastss 20(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+        "vmovaps 64(%[b]), %%ymm12\n\t"
+        "vmovaps 96(%[b]), %%ymm13\n\t"
+        "vbroadcastss 24(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
+        "vbroadcastss 28(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
+        "vbroadcastss 32(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
+        "vbroadcastss 36(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
+        "vbroadcastss 40(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
+        "vbroadcastss 44(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+        "vmovaps 128(%[b]), %%ymm12\n\t"
+        "vmovaps 160(%[b]), %%ymm13\n\t"
+        "vbroadcastss 48(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
+        "vbroadcastss 52(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
+        "vbroadcastss 56(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
+        "vbroadcastss 60(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
+        "vbroadcastss 64(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
+        "vbroadcastss 68(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+        "vmovaps 192(%[b]), %%ymm12\n\t"
+        "vmovaps 224(%[b]), %%ymm13\n\t"
+        "vbroadcastss 72(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
+        "vbroadcastss 76(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
+        "vbroadcastss 80(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
+        "vbroadcastss 84(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
+        "vbroadcastss 88(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
+        "vbroadcastss 92(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+        "add $96, %[a]\n\t"
+        "add $256, %[b]\n\t"
+        "dec %[k4]\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        "test %[kr], %[kr]\n\t"
+        "jz 4f\n"
+        "3:\n\t"
+        "vmovaps 0(%[b]), %%ymm12\n\t"
+        "vmovaps 32(%[b]), %%ymm13\n\t"
+        "vbroadcastss 0(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
+        "vbroadcastss 4(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
+        "vbroadcastss 8(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
+        "vbroadcastss 12(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
+        "vbroadcastss 16(%[a]), %%ymm14\n\t"
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
+        "vbroadcastss 20(%[a]), %%ymm15\n\t"
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+        "add $24, %[a]\n\t"
+        "add $64, %[b]\n\t"
+        "dec %[kr]\n\t"
+        "jnz 3b\n"
+        "4:\n\t"
+        "test %[acc], %[acc]\n\t"
+        "jz 5f\n\t"
+        "vaddps (%[c]), %%ymm0, %%ymm0\n\t"
+        "vaddps 32(%[c]), %%ymm1, %%ymm1\n\t"
+        "vmovups %%ymm0, (%[c])\n\t"
+        "vmovups %%ymm1, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vaddps (%[c]), %%ymm2, %%ymm2\n\t"
+        "vaddps 32(%[c]), %%ymm3, %%ymm3\n\t"
+        "vmovups %%ymm2, (%[c])\n\t"
+        "vmovups %%ymm3, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vaddps (%[c]), %%ymm4, %%ymm4\n\t"
+        "vaddps 32(%[c]), %%ymm5, %%ymm5\n\t"
+        "vmovups %%ymm4, (%[c])\n\t"
+        "vmovups %%ymm5, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vaddps (%[c]), %%ymm6, %%ymm6\n\t"
+        "vaddps 32(%[c]), %%ymm7, %%ymm7\n\t"
+        "vmovups %%ymm6, (%[c])\n\t"
+        "vmovups %%ymm7, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vaddps (%[c]), %%ymm8, %%ymm8\n\t"
+        "vaddps 32(%[c]), %%ymm9, %%ymm9\n\t"
+        "vmovups %%ymm8, (%[c])\n\t"
+        "vmovups %%ymm9, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vaddps (%[c]), %%ymm10, %%ymm10\n\t"
+        "vaddps 32(%[c]), %%ymm11, %%ymm11\n\t"
+        "vmovups %%ymm10, (%[c])\n\t"
+        "vmovups %%ymm11, 32(%[c])\n\t"
+        "jmp 6f\n"
+        "5:\n\t"
+        "vmovups %%ymm0, (%[c])\n\t"
+        "vmovups %%ymm1, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vmovups %%ymm2, (%[c])\n\t"
+        "vmovups %%ymm3, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vmovups %%ymm4, (%[c])\n\t"
+        "vmovups %%ymm5, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vmovups %%ymm6, (%[c])\n\t"
+        "vmovups %%ymm7, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vmovups %%ymm8, (%[c])\n\t"
+        "vmovups %%ymm9, 32(%[c])\n\t"
+        "add %[ldc], %[c]\n\t"
+        "vmovups %%ymm10, (%[c])\n\t"
+        "vmovups %%ymm11, 32(%[c])\n\t"
+        "6:\n\t"
+        "vzeroupper\n\t"
+        : [a] "+r"(a), [b] "+r"(b), [c] "+r"(c), [k4] "+r"(k4), [kr] "+r"(kr)
+        : [ldc] "r"(ldc_bytes), [acc] "r"(acc)
+        : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+          "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+#else
+/* 32-bit x86 has 8 ymm registers only: an intrinsics version (the compiler allocates). */
 BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                                    int accumulate)
 {
@@ -84,6 +284,44 @@ BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, f
     BG_OUT(4, c40, c41);
     BG_OUT(5, c50, c51);
 #undef BG_OUT
+}
+#endif /* __x86_64__ */
+
+/* 8 float32 -> 8 bfloat16, round to nearest even, NaN kept quiet: the same bit formula as
+ * bf16_round_bits_rne in bf16.h, eight lanes at a time. */
+BG_INLINE __m128i round8_bf16(__m256 x)
+{
+    __m256i u = _mm256_castps_si256(x);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    __m256i qnan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                       _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, qnan, isnan);
+    /* every lane is in [0, 0xffff]: unsigned saturation keeps it; fix the lane interleave */
+    __m256i pk = _mm256_packus_epi32(r, r);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(pk, 0x08));
+}
+
+BG_TARGET static void write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                                       int64_t mr, int64_t nr)
+{
+    if (c->bf16 && c->cs == 2) {
+        for (int64_t i = 0; i < mr; i++) {
+            unsigned char *q = c->p + (i0 + i) * c->rs + j0 * 2;
+            const float *ti = t + i * ld;
+            int64_t j = 0;
+            for (; j + 8 <= nr; j += 8) _mm_storeu_si128((__m128i *)(void *)(q + j * 2), round8_bf16(_mm256_loadu_ps(ti + j)));
+            for (; j < nr; j++) {
+                uint16_t h = f32_to_bf16(ti[j]);
+                memcpy(q + j * 2, &h, 2);
+            }
+        }
+    } else if (!c->bf16 && c->cs == 4) {
+        for (int64_t i = 0; i < mr; i++) memcpy(c->p + (i0 + i) * c->rs + j0 * 4, t + i * ld, (size_t)nr * 4);
+    } else {
+        bg_write_block_generic(c, i0, j0, t, ld, mr, nr);
+    }
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -336,7 +574,7 @@ BG_TARGET static void gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, i
 }
 
 const bg_kernels bg_kernels_avx2 = {
-    "avx2-fma 6x16", ukernel_avx2, pack_a_avx2, pack_b_avx2, gemv_rows_avx2, gemv_cols_avx2,
+    "avx2-fma 6x16", ukernel_avx2, write_block_avx2, pack_a_avx2, pack_b_avx2, gemv_rows_avx2, gemv_cols_avx2,
 };
 
 #endif /* BG_HAVE_X86 */

@@ -90,9 +90,15 @@ typedef void (*bg_gemv_rows_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_
 typedef void (*bg_gemv_cols_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                                 int64_t n, const bg_out *c);
 
+/* Write an mr x nr block of float32 values t (row stride ld) to C at (i0, j0), rounding to bfloat16
+ * if C is bfloat16. */
+typedef void (*bg_write_fn)(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                            int64_t mr, int64_t nr);
+
 typedef struct {
     const char *name;
     bg_ukernel_fn ukernel;
+    bg_write_fn write_block;
     bg_pack_a_fn pack_a;
     bg_pack_b_fn pack_b;
     bg_gemv_rows_fn gemv_rows;
@@ -102,6 +108,8 @@ typedef struct {
 /* Portable implementations (gemm.c); the SIMD kernels fall back to them for uncommon layouts. */
 void bg_pack_a_generic(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst);
 void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
+void bg_write_block_generic(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                            int64_t mr, int64_t nr);
 /* Horizontal sum of 8 lanes in the fixed tree order every GEMV path uses. */
 static inline float bg_hsum8(const float *l)
 {

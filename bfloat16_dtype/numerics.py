@@ -1,0 +1,159 @@
+"""Accurate bfloat16 numerics one call away, where numpy's own machinery has no per-dtype hook.
+
+numpy computes a few functions as a chain of ufunc calls whose intermediates have the input's
+dtype. For bfloat16 every intermediate is rounded to 8 significant bits:
+
+* ``np.round(x, decimals)`` scales by ``10**decimals`` *in bfloat16*, rounds to an integer and
+  scales back, so ``np.round(bfloat16(0.02502), 2)`` gives 0.02 (the scaled value 2.502 rounds
+  to 2.5 first, then to 2) and values above ``max / 10**decimals`` become inf.
+* ``np.mean`` divides a bfloat16 *rounded* sum by the count (two roundings; up to one ulp off),
+  and ``np.var``/``np.std`` build on it. numpy special-cases float16 to use float32 here; it
+  cannot do so for a user dtype.
+
+The functions below compute in float32 or float64 and round to bfloat16 once. They accept
+anything ``np.asarray`` accepts and return bfloat16 arrays (or bfloat16 scalars for 0-d
+results), like the numpy functions they mirror.
+
+>>> import numpy as np
+>>> from bfloat16_dtype import bfloat16, numerics
+>>> x = np.array([0.02502, 2.5, 1e38], dtype=bfloat16)
+>>> numerics.round(x, 2).astype(np.float32).tolist()   # np.round(x, 2): [0.02, 2.5, inf]
+[0.030029296875, 2.5, 9.969209968386869e+37]
+>>> float(numerics.mean(np.ones(600000, bfloat16)))   # np.mean gives 0.99609375
+1.0
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from ._ext import bfloat16
+
+__all__ = ["round", "around", "sum", "mean", "var", "std"]
+
+_BF16 = np.dtype(bfloat16)
+Axis = Union[None, int, Sequence[int]]
+
+
+def _as_bf16_input(x: Any, name: str = "x") -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiub" and a.dtype != _BF16:
+        raise TypeError(f"{name} must be a real numeric array, got dtype {a.dtype}")
+    return a
+
+
+def _finish(result: np.ndarray, out: Optional[np.ndarray]):
+    """Round a float32/float64 result to bfloat16 once; write into `out` if given."""
+    if out is not None:
+        if not isinstance(out, np.ndarray) or out.dtype != _BF16:
+            raise TypeError(f"out must be a bfloat16 ndarray, got {type(out).__name__} "
+                            f"with dtype {getattr(out, 'dtype', None)}")
+        np.copyto(out, np.asarray(result).astype(_BF16), casting="unsafe")
+        return out
+    r = np.asarray(result).astype(_BF16)
+    return r[()] if r.ndim == 0 else r
+
+
+def round(x: Any, decimals: int = 0, out: Optional[np.ndarray] = None):
+    """Round to `decimals` decimal places, accurately: the accurate path for ``np.round``.
+
+    Computes ``rint(x * 10**decimals) / 10**decimals`` in float64 on the exact values of `x`
+    and rounds the result to bfloat16 once (ties to even, as ``np.round``). For bfloat16 input
+    and ``|decimals| <= 19`` the scaling is exact in float64, so the only roundings are the
+    decimal rounding itself and the final one to bfloat16. ``np.round`` on a bfloat16 array
+    instead rounds the scaled value to bfloat16 first; it can land on the wrong side of a
+    decimal tie and it overflows to inf for ``|x| > max / 10**decimals``.
+
+    >>> import numpy as np
+    >>> from bfloat16_dtype import bfloat16, numerics
+    >>> numerics.round(np.array([0.02502, -1.2345], bfloat16), 2).astype(np.float32).tolist()
+    [0.030029296875, -1.2265625]
+    """
+    try:
+        d = operator.index(decimals)
+    except TypeError:
+        raise TypeError(f"decimals must be an integer, got {decimals!r}") from None
+    a = _as_bf16_input(x).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.round(a, d)
+    # a value whose scaling overflows float64 has no digits to drop at that position
+    r = np.where(np.isfinite(r) | ~np.isfinite(a), r, a)
+    return _finish(r, out)
+
+
+#: Same as :func:`round`, under numpy's other name.
+around = round
+
+
+def sum(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
+        out: Optional[np.ndarray] = None):
+    """Sum accumulated in float32, rounded to bfloat16 once.
+
+    ``x.sum()`` on bfloat16 already accumulates in float32 through the dtype's add loop; this
+    helper states it explicitly (``x.sum(dtype=np.float32)`` rounded once) and works for any
+    input layout and for array-likes.
+
+    >>> import numpy as np
+    >>> from bfloat16_dtype import bfloat16, numerics
+    >>> float(numerics.sum(np.ones(100000, bfloat16)))
+    99840.0
+    """
+    a = _as_bf16_input(x)
+    return _finish(np.sum(a, axis=_axis(axis), dtype=np.float32, keepdims=keepdims,
+                          where=where), out)
+
+
+def mean(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
+         out: Optional[np.ndarray] = None):
+    """Mean computed in float32 (sum and division), rounded to bfloat16 once.
+
+    ``np.mean`` on bfloat16 divides an already-rounded bfloat16 sum: up to one ulp off, e.g.
+    ``np.ones(600000, bfloat16).mean()`` is 0.996. This gives 1.
+
+    >>> import numpy as np
+    >>> from bfloat16_dtype import bfloat16, numerics
+    >>> float(numerics.mean(np.array([1, 2, 4], bfloat16)))
+    2.328125
+    """
+    a = _as_bf16_input(x)
+    return _finish(np.mean(a, axis=_axis(axis), dtype=np.float32, keepdims=keepdims,
+                           where=where), out)
+
+
+def var(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, where: Any = True,
+        out: Optional[np.ndarray] = None):
+    """Variance computed in float32 throughout, rounded to bfloat16 once.
+
+    >>> import numpy as np
+    >>> from bfloat16_dtype import bfloat16, numerics
+    >>> float(numerics.var(np.array([1, 2, 3, 4], bfloat16)))
+    1.25
+    """
+    a = _as_bf16_input(x)
+    return _finish(np.var(a, axis=_axis(axis), dtype=np.float32, ddof=ddof,
+                          keepdims=keepdims, where=where), out)
+
+
+def std(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, where: Any = True,
+        out: Optional[np.ndarray] = None):
+    """Standard deviation computed in float32 throughout, rounded to bfloat16 once.
+
+    >>> import numpy as np
+    >>> from bfloat16_dtype import bfloat16, numerics
+    >>> float(numerics.std(np.array([1, 2, 3, 4], bfloat16)))
+    1.1171875
+    """
+    a = _as_bf16_input(x)
+    return _finish(np.std(a, axis=_axis(axis), dtype=np.float32, ddof=ddof,
+                          keepdims=keepdims, where=where), out)
+
+
+def _axis(axis: Axis):
+    if axis is None or isinstance(axis, (int, np.integer)):
+        return axis
+    try:
+        return tuple(operator.index(a) for a in axis)
+    except TypeError:
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") from None

@@ -1,0 +1,229 @@
+"""Reductions on bfloat16 accumulate in float32 and round once, along every axis and layout.
+
+Reference for "accumulates in float32": the same reduction on the float32 widening of the
+array, rounded to bfloat16 once (`reference_round`). Reference for accuracy: float64.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bfloat16_dtype import bfloat16
+from bfloat16_dtype import numerics
+from conftest import reference_round
+
+BF16 = np.dtype(bfloat16)
+
+
+def f32(a):
+    return np.asarray(a).astype(np.float32)
+
+
+def round_once(a):
+    """float32 -> bfloat16 values (as float32), by the independent integer rounding."""
+    return (reference_round(np.asarray(a, np.float32)).astype(np.uint32) << 16).view(np.float32)
+
+
+def f64_to_bf16(x):
+    """float64 -> bfloat16 values (as float64), one rounding to nearest even."""
+    x = np.asarray(x, np.float64)
+    _, e = np.frexp(x)
+    q = np.ldexp(1.0, np.maximum(e - 8, -133))
+    return np.rint(x / q) * q
+
+
+def ulps(got, truth):
+    """|got - truth| in bfloat16 ulps of the correctly rounded truth."""
+    t = f64_to_bf16(truth)
+    _, e = np.frexp(t)
+    return np.max(np.abs(f32(got).astype(np.float64) - t) / np.ldexp(1.0, e - 8))
+
+
+def assert_f32_accumulated(got, want_f32, context=""):
+    got = np.asarray(got)
+    assert got.dtype == BF16, context
+    np.testing.assert_array_equal(f32(got), round_once(want_f32), err_msg=context)
+
+
+# ---- the acceptance figures -------------------------------------------------------------
+
+def test_acceptance_ones():
+    assert float(np.ones(100000, bfloat16).sum()) == 99840.0
+    assert float(np.ones(70000, bfloat16).mean()) == 1.0
+    assert float(np.add.reduce(np.ones(100000, bfloat16))) == 99840.0
+    assert float(np.ones(1000, bfloat16).cumsum()[-1]) == 1000.0
+
+
+@pytest.fixture(scope="module")
+def uniform24():
+    rng = np.random.default_rng(2024)
+    return rng.random(2**24, dtype=np.float32).astype(bfloat16)
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((2**24,), None), ((2**24,), 0), ((2**12, 2**12), 0), ((2**12, 2**12), 1),
+    ((2**23, 2), 0), ((2, 2**23), 1), ((2**20, 16), 0), ((256, 256, 256), 1),
+    ((256, 256, 256), (0, 2)), ((256, 256, 256), None)])
+def test_sum_mean_std_of_2_24_uniform_within_one_ulp(uniform24, shape, axis):
+    x = uniform24.reshape(shape)
+    xd = x.astype(np.float64)
+    assert ulps(x.sum(axis=axis), xd.sum(axis=axis)) <= 1
+    assert ulps(x.mean(axis=axis), xd.mean(axis=axis)) <= 1
+    assert ulps(x.std(axis=axis), xd.std(axis=axis)) <= 1
+    assert ulps(x.var(axis=axis), xd.var(axis=axis)) <= 1
+
+
+def test_accuracy_figures_full_array(uniform24):
+    """Whole-array sum/mean/std of 2**24 uniform values: correctly rounded (0 ulps) here."""
+    xd = uniform24.astype(np.float64)
+    assert ulps(uniform24.sum(), xd.sum()) == 0
+    assert ulps(uniform24.mean(), xd.mean()) == 0
+    assert ulps(uniform24.std(), xd.std()) <= 1
+
+
+# ---- every axis and layout: never a bfloat16 stall -----------------------------------------
+
+def layouts():
+    rng = np.random.default_rng(5)
+    base = rng.random((64, 30, 9), dtype=np.float32).astype(bfloat16) + bfloat16(1)
+    yield "C", base
+    yield "F", np.asfortranarray(base)
+    yield "transposed", base.transpose(2, 0, 1)
+    yield "strided", base[::2, ::3, ::2]
+    yield "reversed", base[::-1, :, ::-1]
+    yield "ones", np.ones((700, 3, 4), bfloat16)  # sums reach 700 > 256: a bf16 stall shows
+
+
+AXES = [None, 0, 1, 2, -1, (0, 1), (0, 2), (1, 2), (0, 1, 2)]
+
+
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_prod_mean_every_axis_and_layout(axis, keepdims):
+    for label, x in layouts():
+        w = x.astype(np.float32)
+        ctx = f"{label} axis={axis} keepdims={keepdims}"
+        assert_f32_accumulated(x.sum(axis=axis, keepdims=keepdims),
+                               w.sum(axis=axis, keepdims=keepdims), "sum " + ctx)
+        assert_f32_accumulated(np.add.reduce(x, axis=axis, keepdims=keepdims),
+                               w.sum(axis=axis, keepdims=keepdims), "add.reduce " + ctx)
+        small = (x / bfloat16(8) + bfloat16(1))[:8]
+        assert_f32_accumulated(small.prod(axis=axis, keepdims=keepdims),
+                               small.astype(np.float32).prod(axis=axis, keepdims=keepdims),
+                               "prod " + ctx)
+        # mean: bfloat16 sum rounded once, then divided (numpy's algorithm): within 1 ulp
+        assert ulps(x.mean(axis=axis, keepdims=keepdims),
+                    x.astype(np.float64).mean(axis=axis, keepdims=keepdims)) <= 1, ctx
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_cumsum_cumprod_along_axes(axis):
+    for label, x in layouts():
+        w = x.astype(np.float32)
+        ctx = f"{label} axis={axis}"
+        assert_f32_accumulated(np.cumsum(x, axis=axis), np.cumsum(w, axis=axis), "cumsum " + ctx)
+        assert_f32_accumulated(np.add.accumulate(x, axis=axis), np.cumsum(w, axis=axis),
+                               "add.accumulate " + ctx)
+        small = (x / bfloat16(16) + bfloat16(1))[:12]
+        assert_f32_accumulated(np.cumprod(small, axis=axis),
+                               np.cumprod(small.astype(np.float32), axis=axis),
+                               "cumprod " + ctx)
+
+
+def test_cumsum_flattened_and_long():
+    x = np.ones(5000, bfloat16)
+    np.testing.assert_array_equal(f32(x.cumsum()), round_once(np.arange(1, 5001)))
+    y = np.ones((5000, 2), bfloat16)
+    np.testing.assert_array_equal(f32(y.cumsum(axis=0)[:, 1]), round_once(np.arange(1, 5001)))
+    np.testing.assert_array_equal(f32(y.T.cumsum(axis=1)[0]), round_once(np.arange(1, 5001)))
+
+
+def test_where_out_initial_dtype():
+    rng = np.random.default_rng(7)
+    x = (rng.random((500, 6), dtype=np.float32) * 4).astype(bfloat16)
+    w = x.astype(np.float32)
+    mask = rng.random((500, 6)) < 0.7
+    for axis in (None, 0, 1):
+        assert_f32_accumulated(x.sum(axis=axis, where=mask), w.sum(axis=axis, where=mask),
+                               f"where axis={axis}")
+        assert_f32_accumulated(x.sum(axis=axis, initial=10.0), w.sum(axis=axis, initial=10.0),
+                               f"initial axis={axis}")
+        r32 = x.sum(axis=axis, dtype=np.float32)
+        assert np.asarray(r32).dtype == np.float32
+        np.testing.assert_allclose(r32, w.sum(axis=axis), rtol=1e-6)
+        assert_f32_accumulated(x.sum(axis=axis, dtype=bfloat16), w.sum(axis=axis))
+    out = np.zeros(6, bfloat16)
+    assert x.sum(axis=0, out=out) is out
+    assert_f32_accumulated(out, w.sum(axis=0), "out=")
+    out2 = np.zeros(500, bfloat16)[::1]
+    np.add.reduce(x, axis=1, out=out2)
+    assert_f32_accumulated(out2, w.sum(axis=1), "add.reduce out=")
+
+
+def test_empty_reductions():
+    e = np.zeros((0, 3), bfloat16)
+    assert float(e.sum()) == 0.0 and e.sum().dtype == BF16
+    assert float(e.prod()) == 1.0
+    np.testing.assert_array_equal(f32(e.sum(axis=0)), [0, 0, 0])
+    np.testing.assert_array_equal(f32(e.prod(axis=0)), [1, 1, 1])
+    assert e.sum(axis=1).shape == (0,)
+    assert float(np.zeros(0, bfloat16).sum(initial=3.0)) == 3.0
+
+
+def test_nan_reductions_and_friends():
+    rng = np.random.default_rng(8)
+    x = (rng.random((400, 5), dtype=np.float32) * 3).astype(bfloat16)
+    x[rng.random((400, 5)) < 0.1] = np.nan
+    w = x.astype(np.float32)
+    for axis in (None, 0, 1):
+        assert_f32_accumulated(np.nansum(x, axis=axis), np.nansum(w, axis=axis), f"nansum {axis}")
+        assert ulps(np.nanmean(x, axis=axis), np.nanmean(w.astype(np.float64), axis=axis)) <= 1
+        assert np.isnan(f32(x.sum(axis=axis))).any()
+    y = np.nan_to_num(x)
+    yd = y.astype(np.float64)
+    for axis in (None, 0, 1):
+        assert ulps(np.average(y, axis=axis), np.average(yd, axis=axis)) <= 1
+        wts = np.arange(1, y.shape[0] + 1)
+        if axis == 0:
+            assert ulps(np.average(y, axis=0, weights=wts.astype(bfloat16)),
+                        np.average(yd, axis=0, weights=wts)) <= 1
+        assert ulps(np.var(y, axis=axis), np.var(yd, axis=axis)) <= 1
+        assert ulps(np.std(y, axis=axis, ddof=1), np.std(yd, axis=axis, ddof=1)) <= 1
+    sq = np.ones((600, 600), bfloat16)
+    assert float(np.trace(sq)) == 600.0
+    assert np.trace(sq).dtype == BF16
+
+
+def test_mean_double_rounding_is_at_most_one_ulp_and_numerics_fixes_it():
+    """np.mean divides the bf16-rounded sum: 600000 ones sum to 598016 (bf16), /600000 ->
+    0.99609375, one ulp below the truth. numerics.mean rounds once."""
+    x = np.ones(600000, bfloat16)
+    assert float(x.mean()) in (1.0, 1 - 2**-8)
+    assert float(numerics.mean(x)) == 1.0
+    assert float(numerics.sum(x)) == float(round_once(np.float32(600000)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3000), st.integers(1, 4), st.integers(0, 2**32 - 1))
+def test_numerics_helpers_round_once(n, m, seed):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, m)).astype(np.float32) * 10).astype(bfloat16)
+    w = x.astype(np.float32)
+    for axis in (None, 0, 1):
+        np.testing.assert_array_equal(f32(numerics.sum(x, axis)), round_once(w.sum(axis=axis)))
+        np.testing.assert_array_equal(f32(numerics.mean(x, axis)),
+                                      round_once(w.mean(axis=axis)))
+        np.testing.assert_array_equal(f32(numerics.var(x, axis)), round_once(w.var(axis=axis)))
+        np.testing.assert_array_equal(f32(numerics.std(x, axis, ddof=1)),
+                                      round_once(w.std(axis=axis, ddof=1)))
+    # the dtype's own sum already accumulates in float32 (pairwise here, as numpy's float32)
+    np.testing.assert_array_equal(f32(x.sum(axis=1)), round_once(w.sum(axis=1)))
+
+
+def test_numerics_helpers_errors_and_out():
+    with pytest.raises(TypeError, match="axis"):
+        numerics.sum(np.ones(3, bfloat16), axis="0")
+    with pytest.raises(TypeError, match="out"):
+        numerics.mean(np.ones(3, bfloat16), out=np.zeros((), np.float32))
+    out = np.zeros(2, bfloat16)
+    assert numerics.sum(np.ones((3, 2), bfloat16), axis=0, out=out) is out
+    np.testing.assert_array_equal(f32(out), [3, 3])

@@ -1,0 +1,359 @@
+"""The bfloat16 scalar type: construction, conversions, printing, hashing, comparisons, pickling."""
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bfloat16_dtype import bfloat16
+from conftest import exact_f32, reference_round
+from test_conversions import bits_to_fraction, fraction_to_bits
+
+
+def from_bits(b: int) -> bfloat16:
+    return np.array([b], np.uint16).view(bfloat16)[0]
+
+
+@pytest.fixture(scope="module")
+def finite_scalars(all_bits):
+    """(bits, scalar, exact float) for every finite pattern."""
+    with np.errstate(invalid="ignore"):
+        vals = exact_f32(all_bits).astype(np.float64)
+    keep = np.isfinite(vals)
+    scal = list(all_bits.view(bfloat16)[keep])
+    return list(zip(all_bits[keep].tolist(), scal, vals[keep].tolist()))
+
+
+# ---- type and construction ----------------------------------------------------------
+
+def test_is_a_numpy_floating_scalar():
+    assert issubclass(bfloat16, np.floating)
+    assert isinstance(bfloat16(1), np.generic)
+    assert np.issubdtype(np.dtype(bfloat16), np.floating)
+    assert type(bfloat16(1.5)) is bfloat16
+    assert bfloat16().bits == 0
+
+
+@pytest.mark.parametrize("value,expected", [
+    (3, 3.0), (-7, -7.0), (257, 256.0), (0.1, 0.10009765625), (True, 1.0), (False, 0.0),
+    ("1.5", 1.5), ("  -2.5e3 ", -2496.0), (b"2.5", 2.5), ("inf", math.inf), ("-inf", -math.inf),
+    (Fraction(1, 3), float(bits_to_fraction(fraction_to_bits(Fraction(1, 3))))),
+])
+def test_construct_from_python(value, expected):
+    assert float(bfloat16(value)) == expected
+
+
+def test_construct_nan_strings():
+    for s, neg in (("nan", False), ("-nan", True), ("NaN", False)):
+        v = bfloat16(s)
+        assert math.isnan(float(v)) and (v.bits >> 15) == neg
+
+
+def test_hex_string_follows_float():
+    """'0x1.8p3' is accepted exactly when float() accepts it."""
+    try:
+        expected = float("0x1.8p3")
+    except ValueError:
+        with pytest.raises(ValueError, match="0x1.8p3"):
+            bfloat16("0x1.8p3")
+    else:
+        assert float(bfloat16("0x1.8p3")) == expected
+
+
+NUMPY_SCALAR_TYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                      np.int64, np.uint64, np.float16, np.float32, np.float64, np.longdouble]
+
+
+@pytest.mark.parametrize("t", NUMPY_SCALAR_TYPES, ids=lambda t: t.__name__)
+def test_construct_from_numpy_scalars(t):
+    for v in (0, 1, 3, 100, 127):
+        assert float(bfloat16(t(v))) == float(bool(v) if t is np.bool_ else v)
+    if np.issubdtype(t, np.floating):
+        x = t(0.1)
+        expected = fraction_to_bits(Fraction(*x.as_integer_ratio()))
+        assert bfloat16(x).bits == expected
+        assert bfloat16(-x).bits == expected | 0x8000
+    if np.issubdtype(t, np.integer) and np.iinfo(t).max > 2**16:
+        big = t(np.iinfo(t).max)
+        assert bfloat16(big).bits == fraction_to_bits(Fraction(int(big)))
+
+
+def test_construct_from_float32_matches_reference():
+    u = np.random.default_rng(3).integers(0, 2**32, 2000, dtype=np.uint32)
+    for f, ref in zip(u.view(np.float32), reference_round(u.view(np.float32))):
+        assert bfloat16(f).bits == ref
+
+
+def test_construct_from_0d_arrays():
+    assert float(bfloat16(np.array(2.5))) == 2.5
+    assert float(bfloat16(np.array(3, np.int8))) == 3.0
+    assert bfloat16(np.array([0x7FC1], np.uint16).view(bfloat16).reshape(())).bits == 0x7FC1
+    assert float(bfloat16(np.array(0.1, np.float32))) == 0.10009765625
+
+
+@pytest.mark.parametrize("bad,exc,text", [
+    ("abc", ValueError, "'abc'"),
+    ("1.5.2", ValueError, "'1.5.2'"),
+    ("", ValueError, "''"),
+    (None, TypeError, "None"),
+    ([1, 2], TypeError, r"\[1, 2\]"),
+    ((1,), TypeError, r"\(1,\)"),
+    ({"a": 1}, TypeError, "'a'"),
+    (np.array([1.0, 2.0]), TypeError, r"\(2,\)"),
+    (1 + 2j, TypeError, r"\(1\+2j\)"),
+    (np.complex64(3j), TypeError, "3j"),
+])
+def test_bad_input_names_the_value(bad, exc, text):
+    with pytest.raises(exc, match=text):
+        bfloat16(bad)
+
+
+def test_bad_object_names_its_type():
+    class Thing:
+        def __repr__(self):
+            return "<Thing 42>"
+    with pytest.raises(TypeError, match="<Thing 42>"):
+        bfloat16(Thing())
+
+
+# ---- shortest repr / str --------------------------------------------------------------
+
+def _significant_digits(s: str) -> str:
+    mant = s.lstrip("-").split("e")[0].replace(".", "")
+    return mant.lstrip("0").rstrip("0")
+
+
+def _decimal_neighbours(q: Fraction, ndigits: int):
+    """The ndigits-significant-digit decimals just below and just above the positive q."""
+    exp10 = math.floor(math.log10(q))
+    while Fraction(10) ** exp10 > q:
+        exp10 -= 1
+    while Fraction(10) ** (exp10 + 1) <= q:
+        exp10 += 1
+    unit = Fraction(10) ** (exp10 - ndigits + 1)
+    lo = (q // unit) * unit
+    return lo, lo + unit
+
+
+def test_str_shortest_round_trip_all_patterns(all_bits):
+    """float(str(v)) rounds back to v (single exact rounding), and no shorter string does."""
+    values = all_bits.view(bfloat16)
+    for b, v in zip(all_bits.tolist(), values):
+        s = str(v)
+        if (b & 0x7FFF) > 0x7F80:
+            assert s == "nan"
+            continue
+        if (b & 0x7FFF) == 0x7F80:
+            assert s == ("-inf" if b & 0x8000 else "inf")
+            continue
+        if b & 0x7FFF == 0:
+            assert s == ("-0.0" if b else "0.0")
+            continue
+        assert fraction_to_bits(Fraction(s)) == b, (hex(b), s)
+        n = len(_significant_digits(s))
+        if n > 1:
+            q = abs(bits_to_fraction(b))
+            for cand in _decimal_neighbours(q, n - 1):
+                assert fraction_to_bits(cand) != (b & 0x7FFF), (hex(b), s, cand)
+
+
+def test_str_style_matches_float16_where_digits_agree(all_bits):
+    """Positional vs scientific notation as numpy prints float16 scalars, on the shared values."""
+    values = all_bits.view(bfloat16)
+    with np.errstate(all="ignore"):
+        as_f16 = exact_f32(all_bits).astype(np.float16)
+    checked = 0
+    for v, h, f in zip(values, as_f16, exact_f32(all_bits)):
+        if not np.isfinite(f) or float(h) != float(f):
+            continue
+        if float(str(h)) != float(str(v)):  # different shortest digits: nothing to compare
+            continue
+        assert str(v) == str(h)
+        checked += 1
+    assert checked > 1000
+
+
+@pytest.mark.parametrize("value,text", [
+    (0.1, "0.1"), (1.0, "1.0"), (3.14159, "3.14"), (-2.5, "-2.5"), (256, "256.0"),
+    (257, "256.0"), (100000, "1e+05"), (2.0**-119, "1.51e-36"), (1e-5, "1e-05"), (float("inf"), "inf"),
+    (-0.0, "-0.0"),
+])
+def test_str_examples(value, text):
+    assert str(bfloat16(value)) == text
+    assert repr(bfloat16(value)) == f"bfloat16({text})"
+
+
+def test_repr_legacy_mode():
+    with np.printoptions(legacy="1.25"):
+        assert repr(bfloat16(0.1)) == "0.1"
+        assert repr(np.float16(0.1)) == "0.1"  # the float16 behaviour we follow
+    assert repr(bfloat16(0.1)) == "bfloat16(0.1)"
+
+
+def test_format():
+    v = bfloat16(0.1)
+    assert f"{v:.3f}" == "0.100"
+    assert f"{v:.10f}" == "0.1000976562"
+    assert f"{v}" == str(v) == "0.1"
+    assert format(bfloat16(1536), "e") == "1.536000e+03"
+    assert f"{bfloat16(-2.5):>8.2g}" == "    -2.5"
+    with pytest.raises(ValueError, match="'q'"):
+        format(v, "q")
+
+
+# ---- conversions back to Python -------------------------------------------------------
+
+def test_float_bool_hash_exhaustive(all_bits):
+    with np.errstate(invalid="ignore"):  # signalling NaNs, as numpy's float32 -> float64
+        ref = exact_f32(all_bits).astype(np.float64).tolist()
+    for b, v, f in zip(all_bits.tolist(), all_bits.view(bfloat16), ref):
+        got = float(v)
+        assert type(got) is float
+        if math.isnan(f):
+            assert math.isnan(got)
+            assert math.copysign(1, got) == math.copysign(1, f)
+            hash(v)  # defined, like float NaN's
+        else:
+            assert got == f and math.copysign(1, got) == math.copysign(1, f)
+            assert hash(v) == hash(f)
+        assert bool(v) is ((b & 0x7FFF) != 0)
+
+
+def test_int_exhaustive(finite_scalars):
+    for b, v, f in finite_scalars:
+        assert int(v) == int(f)
+        assert v.is_integer() == (Fraction(f).denominator == 1)
+
+
+def test_int_of_nan_and_inf_raises_like_float():
+    with pytest.raises(ValueError, match="NaN"):
+        int(bfloat16("nan"))
+    with pytest.raises(OverflowError, match="infinity"):
+        int(bfloat16("inf"))
+    with pytest.raises(OverflowError, match="infinity"):
+        int(bfloat16("-inf"))
+    assert not bfloat16("nan").is_integer() and not bfloat16("inf").is_integer()
+
+
+def test_as_integer_ratio_exact(finite_scalars):
+    for b, v, f in finite_scalars:
+        n, d = v.as_integer_ratio()
+        assert type(n) is int and type(d) is int and d > 0 and math.gcd(n, d) == 1
+        assert Fraction(n, d) == bits_to_fraction(b)
+    with pytest.raises(ValueError, match="NaN"):
+        bfloat16("nan").as_integer_ratio()
+    with pytest.raises(OverflowError, match="Infinity"):
+        bfloat16("inf").as_integer_ratio()
+
+
+def test_item_and_tolist():
+    assert bfloat16(0.1).item() == 0.10009765625 and type(bfloat16(0.1).item()) is float
+    assert np.array([1.5, 0.1], bfloat16).tolist() == [1.5, 0.10009765625]
+
+
+# ---- comparisons and arithmetic -------------------------------------------------------
+
+bf_bits = st.integers(0, 0xFFFF)
+ops = st.sampled_from(["lt", "le", "eq", "ne", "gt", "ge"])
+OPS = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "eq": lambda a, b: a == b,
+       "ne": lambda a, b: a != b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+def _value(b: int) -> float:
+    return float(exact_f32(np.array([b], np.uint16))[0])
+
+
+def _py_float_as_bf16(x: float) -> float:
+    """Python floats are weak: NEP 50 converts them to bfloat16 first (as with float16)."""
+    if math.isnan(x) or math.isinf(x):
+        return x
+    b = fraction_to_bits(Fraction(x))
+    return math.copysign(math.inf, x) if (b & 0x7FFF) == 0x7F80 else float(bits_to_fraction(b))
+
+
+@settings(max_examples=400, deadline=None)
+@given(bf_bits, st.floats(allow_nan=True, width=64), ops)
+def test_compare_with_python_float(b, x, op):
+    v, f = from_bits(b), _value(b)
+    with np.errstate(over="ignore"):
+        assert bool(OPS[op](v, x)) == OPS[op](f, _py_float_as_bf16(x))
+        assert bool(OPS[op](x, v)) == OPS[op](_py_float_as_bf16(x), f)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bf_bits, st.integers(-300, 300), ops)
+def test_compare_with_python_int(b, i, op):
+    v, f = from_bits(b), _value(b)
+    assert bool(OPS[op](v, i)) == OPS[op](f, _py_float_as_bf16(float(i)))
+    assert bool(OPS[op](i, v)) == OPS[op](_py_float_as_bf16(float(i)), f)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bf_bits, st.floats(width=32, allow_nan=True), ops,
+       st.sampled_from([np.float32, np.float64, np.int8, np.int32]))
+def test_compare_with_numpy_scalars(b, x, op, t):
+    """numpy scalars are strong: bfloat16 promotes to float32/float64 (exact), int8 to bfloat16."""
+    v, f = from_bits(b), _value(b)
+    if t in (np.int8, np.int32):
+        if not math.isfinite(x):
+            return
+        info = np.iinfo(t)
+        x = float(min(max(int(x), info.min), info.max))
+    y = t(x)
+    assert bool(OPS[op](v, y)) == OPS[op](f, float(y))
+    assert bool(OPS[op](y, v)) == OPS[op](float(y), f)
+
+
+@pytest.mark.parametrize("other,result_type", [
+    (2, bfloat16), (2.5, bfloat16), (True, bfloat16), (1j, np.complex64),
+    (np.int8(2), bfloat16), (np.uint8(2), bfloat16), (np.bool_(True), bfloat16),
+    (np.int16(2), np.float32), (np.uint16(2), np.float32), (np.float16(2), np.float32),
+    (np.float32(2), np.float32), (np.int32(2), np.float64), (np.int64(2), np.float64),
+    (np.uint64(2), np.float64), (np.float64(2), np.float64),
+    (np.longdouble(2), np.longdouble), (np.complex64(2), np.complex64),
+    (np.complex128(2), np.complex128),
+])
+def test_scalar_arithmetic_follows_promotion(other, result_type):
+    v = bfloat16(1.5)
+    for r in (v + other, other + v, v * other, other * v, v - other, other - v):
+        assert type(r) is result_type, (type(r), result_type)
+    assert complex(v + other) == 1.5 + complex(other)
+    assert complex(other - v) == complex(other) - 1.5
+
+
+def test_scalar_arithmetic_rounds_to_bfloat16():
+    assert (bfloat16(256) + 1).bits == bfloat16(256).bits  # 257 is not representable
+    assert float(bfloat16(1) / 3) == float(bits_to_fraction(fraction_to_bits(Fraction(1, 3))))
+    assert float(-bfloat16(2)) == -2.0 and float(abs(bfloat16(-2))) == 2.0
+    assert float(bfloat16(3) ** 2) == 9.0
+
+
+# ---- pickle / copy -------------------------------------------------------------------
+
+SPECIAL_BITS = [0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC1, 0xFFC5, 0x7F81, 0x0001, 0x7F7F, 0x3DCD]
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_pickle_scalars_bit_exact(protocol):
+    for b in SPECIAL_BITS:
+        v = from_bits(b)
+        for w in (pickle.loads(pickle.dumps(v, protocol)), copy.copy(v), copy.deepcopy(v)):
+            assert type(w) is bfloat16 and w.bits == b
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_pickle_arrays_bit_exact(all_bits, protocol):
+    """Every pattern (NaN payloads, -0.0 included), C order and a transposed view."""
+    expected = all_bits.reshape(256, 256)
+    arr = expected.view(bfloat16)
+    for src, ref in ((arr, expected), (arr.T, expected.T)):
+        for out in (pickle.loads(pickle.dumps(src, protocol)), copy.copy(src),
+                    copy.deepcopy(src)):
+            assert out.dtype == np.dtype(bfloat16)
+            assert not np.shares_memory(out, src)
+            np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint16), ref)
