@@ -8,7 +8,7 @@ array([1.5 , 2.  , 3.14], dtype=bfloat16)
 >>> (x * 0.5).dtype
 dtype(bfloat16)
 >>> np.ones(100000, bfloat16).sum()    # accumulates in float32, rounds once
-bfloat16(9.98e+04)
+bfloat16(1e+05)
 """
 from __future__ import annotations
 

@@ -88,12 +88,14 @@ around = round
 
 
 def sum(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
-        out: Optional[np.ndarray] = None):
+        initial: Any = 0, out: Optional[np.ndarray] = None):
     """Sum accumulated in float32, rounded to bfloat16 once.
 
     ``x.sum()`` on bfloat16 already accumulates in float32 through the dtype's add loop; this
     helper states it explicitly (``x.sum(dtype=np.float32)`` rounded once) and works for any
-    input layout and for array-likes.
+    input layout and for array-likes. Use it with `initial`: ``x.sum(axis=0, initial=...)``
+    on bfloat16 accumulates in bfloat16 for outer axes (numpy skips the hook that arms the
+    float32 path when an initial value is given).
 
     >>> import numpy as np
     >>> from bfloat16_dtype import bfloat16, numerics
@@ -102,7 +104,7 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
     """
     a = _as_bf16_input(x)
     return _finish(np.sum(a, axis=_axis(axis), dtype=np.float32, keepdims=keepdims,
-                          where=where), out)
+                          where=where, initial=initial), out)
 
 
 def mean(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
@@ -124,7 +126,10 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
 
 def var(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, where: Any = True,
         out: Optional[np.ndarray] = None):
-    """Variance computed in float32 throughout, rounded to bfloat16 once.
+    """Variance computed in float64 throughout, rounded to bfloat16 once.
+
+    float64 because numpy's float32 var sums the squared deviations sequentially along outer
+    axes, which drifts by more than a bfloat16 ulp over ~10**7 elements.
 
     >>> import numpy as np
     >>> from bfloat16_dtype import bfloat16, numerics
@@ -132,13 +137,13 @@ def var(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, wher
     1.25
     """
     a = _as_bf16_input(x)
-    return _finish(np.var(a, axis=_axis(axis), dtype=np.float32, ddof=ddof,
+    return _finish(np.var(a, axis=_axis(axis), dtype=np.float64, ddof=ddof,
                           keepdims=keepdims, where=where), out)
 
 
 def std(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, where: Any = True,
         out: Optional[np.ndarray] = None):
-    """Standard deviation computed in float32 throughout, rounded to bfloat16 once.
+    """Standard deviation computed in float64 throughout (see :func:`var`), rounded once.
 
     >>> import numpy as np
     >>> from bfloat16_dtype import bfloat16, numerics
@@ -146,7 +151,7 @@ def std(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, wher
     1.1171875
     """
     a = _as_bf16_input(x)
-    return _finish(np.std(a, axis=_axis(axis), dtype=np.float32, ddof=ddof,
+    return _finish(np.std(a, axis=_axis(axis), dtype=np.float64, ddof=ddof,
                           keepdims=keepdims, where=where), out)
 
 

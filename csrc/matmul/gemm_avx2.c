@@ -11,6 +11,13 @@
 #define BG_TARGET __attribute__((target("avx2,fma")))
 #define BG_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
 
+/* Prefetch a line that may lie past the end of the data (prefetches never fault); the address is
+ * formed as an integer so no out-of-range pointer is computed. */
+BG_INLINE void prefetch_ahead(const unsigned char *p, int64_t bytes)
+{
+    _mm_prefetch((const char *)(uintptr_t)((uintptr_t)p + (uintptr_t)bytes), _MM_HINT_T0);
+}
+
 /* 8 bfloat16 (16 bytes, any alignment) -> 8 float32: zero-extend to 32 bits, shift into the high half. */
 BG_INLINE __m256 widen8(const unsigned char *p)
 {
@@ -467,50 +474,130 @@ BG_INLINE void dot_block(const unsigned char *const *rows, int R, const float *c
     }
 BG_DOT_INSTANCE(4, 1)
 BG_DOT_INSTANCE(1, 1)
-BG_DOT_INSTANCE(2, 2)
-BG_DOT_INSTANCE(1, 2)
-BG_DOT_INSTANCE(2, 3)
-BG_DOT_INSTANCE(1, 3)
-BG_DOT_INSTANCE(1, 4)
 #undef BG_DOT_INSTANCE
 
 typedef void (*dot_fn)(const unsigned char *const *, const float *const *, int64_t, float *);
 
+/*
+ * Several right-hand columns (n >= 2): k is cut into chunks of BG_ROWS_KB so that the chunk of V
+ * (KB x n floats) stays in L1; RB rows of A are widened chunk by chunk into a small L1 buffer and
+ * multiplied with every column. The 16 lane sums of each (row, column) live in accbuf between
+ * chunks; each lane still adds its k in increasing order, so the result is bit-identical to the
+ * single-column kernel above.
+ */
+#define BG_ROWS_KB 256
+#ifndef BG_GEMV_PF
+#define BG_GEMV_PF 1024 /* software prefetch distance along a row, bytes */
+#endif
+#define BG_ROWS_RB 4
+
+BG_INLINE void chunk_block(const unsigned char *const *ab, int RR, const float *const *vs, int NJ, int64_t kb,
+                           float *const *accp /* [RR*NJ], 16 floats each */)
+{
+    __m256 acc[2][3][2];
+    for (int r = 0; r < RR; r++)
+        for (int j = 0; j < NJ; j++) {
+            acc[r][j][0] = _mm256_load_ps(accp[r * NJ + j]);
+            acc[r][j][1] = _mm256_load_ps(accp[r * NJ + j] + 8);
+        }
+    for (int64_t k = 0; k < kb; k += 16) {
+        __m256 x[2][2];
+        for (int r = 0; r < RR; r++) x[r][0] = widen8(ab[r] + k * 2), x[r][1] = widen8(ab[r] + k * 2 + 16);
+        for (int j = 0; j < NJ; j++) {
+            __m256 v0 = _mm256_load_ps(vs[j] + k), v1 = _mm256_load_ps(vs[j] + k + 8);
+            for (int r = 0; r < RR; r++) {
+                acc[r][j][0] = _mm256_fmadd_ps(x[r][0], v0, acc[r][j][0]);
+                acc[r][j][1] = _mm256_fmadd_ps(x[r][1], v1, acc[r][j][1]);
+            }
+        }
+    }
+    for (int r = 0; r < RR; r++)
+        for (int j = 0; j < NJ; j++) {
+            _mm256_store_ps(accp[r * NJ + j], acc[r][j][0]);
+            _mm256_store_ps(accp[r * NJ + j] + 8, acc[r][j][1]);
+        }
+}
+
+typedef void (*chunk_fn)(const unsigned char *const *, const float *const *, int64_t, float *const *);
+#define BG_CHUNK_INSTANCE(RR, NJ)                                                                   \
+    BG_TARGET static void chunk_##RR##x##NJ(const unsigned char *const *ab, const float *const *vs,  \
+                                            int64_t kb, float *const *accp)                        \
+    {                                                                                               \
+        chunk_block(ab, RR, vs, NJ, kb, accp);                                                      \
+    }
+BG_CHUNK_INSTANCE(2, 3)
+BG_CHUNK_INSTANCE(2, 2)
+BG_CHUNK_INSTANCE(2, 1)
+BG_CHUNK_INSTANCE(1, 3)
+BG_CHUNK_INSTANCE(1, 2)
+BG_CHUNK_INSTANCE(1, 1)
+#undef BG_CHUNK_INSTANCE
+static const chunk_fn chunk_table[2][3] = {{chunk_1x1, chunk_1x2, chunk_1x3}, {chunk_2x1, chunk_2x2, chunk_2x3}};
+
+BG_TARGET static void gemv_rows_multi(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                                      int64_t kpad, int64_t n, const bg_out *c)
+{
+    unsigned char tail[BG_ROWS_RB][BG_ROWS_KB * 2] __attribute__((aligned(32))); /* zero padded last chunk */
+    float accbuf[BG_ROWS_RB * 16][16] __attribute__((aligned(32)));            /* [r*n + j][lane], n <= 16 */
+    for (int64_t i = i0; i < i1; i += BG_ROWS_RB) {
+        int rb = (int)(i1 - i < BG_ROWS_RB ? i1 - i : BG_ROWS_RB);
+        memset(accbuf, 0, sizeof accbuf);
+        for (int64_t k0 = 0; k0 < kpad; k0 += BG_ROWS_KB) {
+            int64_t kb = kpad - k0 < BG_ROWS_KB ? kpad - k0 : BG_ROWS_KB; /* multiple of 16 */
+            int64_t kv = K - k0 < kb ? K - k0 : kb;                         /* valid k in the chunk */
+            const unsigned char *rows[BG_ROWS_RB];
+            for (int r = 0; r < rb; r++) {
+                rows[r] = a->p + (i + r) * a->rs + k0 * 2;
+                if (kv < kb) { /* the rows end inside this chunk: never read past them */
+                    memset(tail[r], 0, (size_t)kb * 2);
+                    memcpy(tail[r], rows[r], (size_t)kv * 2);
+                    rows[r] = tail[r];
+                }
+            }
+            for (int r0 = 0; r0 < rb; r0 += 2) {
+                int rr = rb - r0 < 2 ? 1 : 2;
+                for (int64_t j0 = 0; j0 < n; j0 += 3) {
+                    int nj = (int)(n - j0 < 3 ? n - j0 : 3);
+                    const float *vs[3];
+                    float *accp[6];
+                    for (int q = 0; q < nj; q++) vs[q] = vt + (j0 + q) * kpad + k0;
+                    for (int r = 0; r < rr; r++)
+                        for (int q = 0; q < nj; q++) accp[r * nj + q] = accbuf[(r0 + r) * n + j0 + q];
+                    chunk_table[rr - 1][nj - 1](rows + r0, vs, kb, accp);
+                }
+            }
+        }
+        for (int r = 0; r < rb; r++)
+            for (int64_t j = 0; j < n; j++) {
+                const float *l = accbuf[r * n + j];
+                float lanes[8];
+                for (int q = 0; q < 8; q++) lanes[q] = l[q] + l[q + 8];
+                bg_store(c, i + r, j, bg_hsum8(lanes));
+            }
+    }
+}
+
 BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                      int64_t kpad, int64_t n, const bg_out *c)
 {
-    /* Row block R and column group NJ per n: at most 12 accumulators. */
-    int R, NJ;
-    dot_fn full, one;
-    switch (n) {
-    case 1: R = 4, NJ = 1, full = dot_4x1, one = dot_1x1; break;
-    case 2: R = 2, NJ = 2, full = dot_2x2, one = dot_1x2; break;
-    case 3: R = 2, NJ = 3, full = dot_2x3, one = dot_1x3; break;
-    default: R = 1, NJ = 4, full = dot_1x4, one = dot_1x4; break;
+    if (n > 1) {
+        gemv_rows_multi(a, i0, i1, K, vt, kpad, n, c);
+        return;
     }
-    for (int64_t i = i0; i < i1;) {
-        int r = (i + R <= i1) ? R : 1;
-        dot_fn f = (r == R) ? full : one;
+    /* One column: stream four rows at a time, eight accumulators. */
+    int64_t i = i0;
+    for (; i + 4 <= i1; i += 4) {
         const unsigned char *rows[4];
-        for (int q = 0; q < r; q++) rows[q] = a->p + (i + q) * a->rs;
-        for (int64_t j = 0; j < n; j += NJ) {
-            int nj = (int)(n - j < NJ ? n - j : NJ);
-            float out[16];
-            const float *vs[4];
-            for (int q = 0; q < nj; q++) vs[q] = vt + (j + q) * kpad;
-            if (nj == NJ) {
-                f(rows, vs, K, out);
-                for (int q = 0; q < r; q++)
-                    for (int s = 0; s < nj; s++) bg_store(c, i + q, j + s, out[q * NJ + s]);
-            } else { /* leftover columns: one at a time, row by row (same per-element order) */
-                for (int q = 0; q < r; q++)
-                    for (int s = 0; s < nj; s++) {
-                        dot_1x1(&rows[q], &vs[s], K, out);
-                        bg_store(c, i + q, j + s, out[0]);
-                    }
-            }
-        }
-        i += r;
+        float out[4];
+        for (int q = 0; q < 4; q++) rows[q] = a->p + (i + q) * a->rs;
+        dot_4x1(rows, &vt, K, out);
+        for (int q = 0; q < 4; q++) bg_store(c, i + q, 0, out[q]);
+    }
+    for (; i < i1; i++) {
+        const unsigned char *row = a->p + i * a->rs;
+        float out;
+        dot_1x1(&row, &vt, K, &out);
+        bg_store(c, i, 0, out);
     }
 }
 
@@ -519,7 +606,7 @@ BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, i
  * A chunk of y stays in L1 while four rows of A stream through it.
  * ---------------------------------------------------------------------------------------------- */
 
-#define BG_COLS_CHUNK 2048 /* floats of y per pass */
+#define BG_COLS_CHUNK 4096 /* floats of y per pass (16 KB, half of L1) */
 
 BG_TARGET static void gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                                      int64_t n, const bg_out *c)

@@ -1,0 +1,296 @@
+"""Casts between bfloat16 and every numpy type, their safety levels, views and memory layouts."""
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16
+from conftest import exact_f32, reference_round
+from test_conversions import fraction_to_bits
+
+BF = np.dtype(bfloat16)
+INT_TYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+FLOAT_TYPES = [np.float16, np.float32, np.float64, np.longdouble]
+COMPLEX_TYPES = [np.complex64, np.complex128, np.clongdouble]
+
+
+def bits_of(x):
+    return np.asarray(x).view(np.uint16)
+
+
+def _nan_mask(bits):
+    return (bits & 0x7FFF) > 0x7F80
+
+
+# ---- into bfloat16 ----------------------------------------------------------------------
+
+def test_bool_to_bf16():
+    assert bits_of(np.array([True, False, True]).astype(bfloat16)).tolist() == [0x3F80, 0, 0x3F80]
+
+
+@pytest.mark.parametrize("t", INT_TYPES, ids=lambda t: t.__name__)
+def test_ints_to_bf16(t):
+    info = np.iinfo(t)
+    rng = np.random.default_rng(1)
+    v = rng.integers(info.min, info.max, 2000, dtype=t, endpoint=True)
+    edges = [e for e in (info.min, info.max, 0, 1, 255, 256, 257) if info.min <= e <= info.max]
+    v = np.concatenate([v, np.array(edges, dtype=t)])
+    expected = [fraction_to_bits(Fraction(int(x))) for x in v]
+    assert bits_of(v.astype(bfloat16)).tolist() == expected
+
+
+def test_float16_to_bf16_all_patterns():
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    ref = reference_round(h.astype(np.float32))  # numpy widens float16 exactly
+    got = bits_of(h.astype(bfloat16))
+    nan = np.isnan(h)
+    np.testing.assert_array_equal(got[~nan], ref[~nan])
+    assert _nan_mask(got[nan]).all()
+    np.testing.assert_array_equal(got[nan] & 0x8000, np.signbit(h[nan]) * 0x8000)
+
+
+@pytest.mark.parametrize("t", COMPLEX_TYPES, ids=lambda t: t.__name__)
+def test_complex_to_bf16_warns_and_keeps_real(t):
+    x = np.array([1.5 + 2j, -0.25 - 1j, 1 + 2**-8 + 2**-30 + 0j], dtype=t)
+    with pytest.warns(np.exceptions.ComplexWarning, match="imaginary"):
+        y = x.astype(bfloat16)
+    expected = [fraction_to_bits(Fraction(*np.real(v).as_integer_ratio())) for v in x]
+    assert bits_of(y).tolist() == expected
+
+
+def test_complex_overflow_warns():
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            y = np.array([1e39 + 0j]).astype(bfloat16)
+    assert bits_of(y).tolist() == [0x7F80]
+
+
+@pytest.mark.parametrize("kind", ["U", "S"])
+def test_text_to_bf16_parses_like_float(kind):
+    """Strings parse as float() does (to float64), then round once: float16's behaviour."""
+    texts = ["1.5", " -2e3 ", "nan", "-inf", "0.1", "1e-40", "3.3961776e38", "1_0"]
+    arr = np.array(texts if kind == "U" else [t.encode() for t in texts], dtype=kind)
+    with np.errstate(over="ignore"):
+        got = bits_of(arr.astype(bfloat16))
+    for g, t in zip(got.tolist(), texts):
+        f = float(t)
+        if f != f:
+            assert (g & 0x7FFF) > 0x7F80 and bool(g & 0x8000) == t.startswith("-")
+        elif abs(f) == float("inf"):
+            assert g == (0xFF80 if f < 0 else 0x7F80)
+        else:
+            assert g == fraction_to_bits(Fraction(f)), t
+
+
+@pytest.mark.parametrize("kind", ["U", "S"])
+@pytest.mark.parametrize("bad", ["abc", "1.5x", "--1"])
+def test_bad_text_names_the_text(kind, bad):
+    arr = np.array(["1.0", bad] if kind == "U" else [b"1.0", bad.encode()], dtype=kind)
+    with pytest.raises(ValueError, match=bad):
+        arr.astype(bfloat16)
+
+
+def test_object_to_bf16():
+    objs = np.array([1.5, 2**70, np.float32(0.1), "2.5", True, np.int8(-3), Fraction(1, 3)],
+                    dtype=object)
+    got = bits_of(objs.astype(bfloat16)).tolist()
+    expected = [fraction_to_bits(Fraction(1.5)), fraction_to_bits(Fraction(2**70)),
+                reference_round(np.float32(0.1)).item(), fraction_to_bits(Fraction(2.5)),
+                0x3F80, fraction_to_bits(Fraction(-3)), fraction_to_bits(Fraction(1, 3))]
+    assert got == expected
+
+
+@pytest.mark.parametrize("bad,exc,text", [(None, TypeError, "None"), ("xyz", ValueError, "xyz"),
+                                          ([1], TypeError, r"\[1\]")])
+def test_object_to_bf16_bad_names_value(bad, exc, text):
+    arr = np.empty(2, dtype=object)
+    arr[0], arr[1] = 1.0, bad
+    with pytest.raises(exc, match=text):
+        arr.astype(bfloat16)
+
+
+# ---- out of bfloat16 ------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", [np.float32, np.float64, np.longdouble] + COMPLEX_TYPES,
+                         ids=lambda t: t.__name__)
+def test_bf16_to_wider_exact_all_patterns(all_bits, all_values, t):
+    with np.errstate(invalid="ignore"):
+        got = all_values.astype(t)
+        ref = exact_f32(all_bits).astype(t)
+    nan = np.isnan(ref)
+    np.testing.assert_array_equal(got[~nan], ref[~nan])
+    assert np.isnan(got[nan]).all()
+    np.testing.assert_array_equal(np.signbit(np.real(got)), np.signbit(np.real(ref)))
+    if np.iscomplexobj(got):
+        assert (np.imag(got) == 0).all()
+
+
+def test_bf16_to_float16_all_patterns_like_numpy(all_bits, all_values):
+    """Reference: numpy's own float32 -> float16 of the exact value (one rounding)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = all_values.astype(np.float16)
+        ref = exact_f32(all_bits).astype(np.float16)
+    nan = np.isnan(ref)
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan], ref.view(np.uint16)[~nan])
+    assert np.isnan(got[nan]).all()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+
+
+def test_bf16_to_float16_overflow_warns_like_float32():
+    x = np.array([1e5], bfloat16)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        x.astype(np.float16)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        np.array([1e5], np.float32).astype(np.float16)  # the behaviour we copy
+
+
+def test_bf16_to_bool_all_patterns(all_bits, all_values):
+    np.testing.assert_array_equal(all_values.astype(bool), (all_bits & 0x7FFF) != 0)
+
+
+@pytest.mark.parametrize("t", INT_TYPES, ids=lambda t: t.__name__)
+def test_bf16_to_ints_truncate_in_range(all_bits, all_values, t):
+    info = np.iinfo(t)
+    with np.errstate(invalid="ignore"):  # signalling NaNs, as numpy's float32 -> float64
+        f = exact_f32(all_bits).astype(np.float64)
+        ok = np.isfinite(f) & (f > info.min - 1) & (f < info.max + 1)
+    got = all_values[ok].astype(t)
+    assert got.tolist() == [int(x) for x in f[ok].tolist()]
+
+
+@pytest.mark.parametrize("t", INT_TYPES, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("special", ["nan", "inf"])
+def test_bf16_nan_inf_to_int_warns_like_float16(t, special):
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        np.array([1.0, float(special)], bfloat16).astype(t)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        np.array([1.0, float(special)], np.float16).astype(t)
+    assert [(w.category, str(w.message)) for w in ours] == \
+        [(w.category, str(w.message)) for w in theirs]
+    if special == "nan":
+        assert any("invalid" in str(w.message) for w in ours)
+
+
+def test_bf16_to_object_gives_scalars(all_bits, all_values):
+    objs = all_values.astype(object)
+    assert objs.dtype == object
+    assert all(type(o) is bfloat16 for o in objs[::97])
+    np.testing.assert_array_equal([o.bits for o in objs], all_bits)
+    back = objs.astype(bfloat16)
+    np.testing.assert_array_equal(bits_of(back), all_bits)
+
+
+@pytest.mark.parametrize("target", ["U", "S", "U32", "S32"])
+def test_bf16_to_text_is_clear_error_or_exact(target):
+    x = np.array([0.1, -3.140625, 1e30], bfloat16)
+    try:
+        s = x.astype(target)
+    except TypeError as e:
+        assert "bfloat16" in str(e)
+        assert target[0] in str(e) or ("Str" in str(e) if target[0] == "U" else "Bytes" in str(e))
+    else:  # if it ever works, it must not truncate
+        assert [bfloat16(v).bits for v in s.tolist()] == bits_of(x).tolist()
+
+
+# ---- safety levels --------------------------------------------------------------------
+
+SAFE_INTO = [np.bool_, np.int8, np.uint8]
+SAFE_FROM = [np.float32, np.float64, np.longdouble] + COMPLEX_TYPES
+
+
+@pytest.mark.parametrize("t", [np.bool_] + INT_TYPES + FLOAT_TYPES + COMPLEX_TYPES,
+                         ids=lambda t: t.__name__)
+def test_can_cast_table(t):
+    into_safe = t in SAFE_INTO
+    into_same_kind = into_safe or np.issubdtype(t, np.integer) or t in FLOAT_TYPES
+    from_safe = t in SAFE_FROM
+    from_same_kind = from_safe or t is np.float16
+    assert np.can_cast(t, BF, "safe") == into_safe
+    assert np.can_cast(t, BF, "same_kind") == into_same_kind
+    assert np.can_cast(t, BF, "unsafe")
+    assert np.can_cast(BF, t, "safe") == from_safe
+    assert np.can_cast(BF, t, "same_kind") == from_same_kind
+    assert np.can_cast(BF, t, "unsafe")
+    assert not np.can_cast(t, BF, "equiv") and not np.can_cast(BF, t, "equiv")
+
+
+def test_can_cast_float16_pair_matches_spec():
+    """bf16 <-> f16: same_kind both ways, safe neither way (each loses range or precision)."""
+    for a, b in ((BF, np.float16), (np.float16, BF)):
+        assert np.can_cast(a, b, "same_kind") and not np.can_cast(a, b, "safe")
+
+
+def test_can_cast_self():
+    assert np.can_cast(BF, BF, "no") and np.can_cast(BF, BF, "equiv")
+
+
+# ---- views, byte order, layouts ---------------------------------------------------------
+
+def test_views_round_trip(all_bits):
+    x = all_bits.view(bfloat16)
+    assert x.dtype == BF and x.view(np.uint16) is not None
+    np.testing.assert_array_equal(x.view(np.uint16), all_bits)
+    np.testing.assert_array_equal(all_bits.view(np.uint8).view(bfloat16).view(np.uint16),
+                                  all_bits)
+
+
+def test_byteswap(all_bits):
+    x = all_bits.view(bfloat16)
+    swapped = x.byteswap()
+    np.testing.assert_array_equal(swapped.view(np.uint16), all_bits.byteswap())
+    np.testing.assert_array_equal(swapped.byteswap().view(np.uint16), all_bits)
+    y = x.copy()
+    y.byteswap(inplace=True)
+    np.testing.assert_array_equal(y.view(np.uint16), all_bits.byteswap())
+
+
+def test_non_native_byte_order_reads_and_casts():
+    values = np.array([1.5, -0.1, 3e38, -0.0], bfloat16)
+    other = BF.newbyteorder("S")
+    swapped = values.byteswap().view(other)
+    assert [x.bits for x in swapped] == [x.bits for x in values]
+    np.testing.assert_array_equal(swapped.astype(np.float32), values.astype(np.float32))
+    np.testing.assert_array_equal(bits_of(swapped.astype(BF)), bits_of(values))
+
+
+def test_unaligned_buffers():
+    values = np.array([1.5, -0.1, 3e38, 2.0**-130, -7.0], bfloat16)
+    buf = np.zeros(2 * len(values) + 1, np.uint8)
+    buf[1:] = values.view(np.uint8)
+    u = buf[1:].view(bfloat16)
+    assert not u.flags.aligned
+    np.testing.assert_array_equal(u.view(np.uint16), bits_of(values))
+    np.testing.assert_array_equal(u.astype(np.float32), exact_f32(bits_of(values)))
+    np.testing.assert_array_equal(bits_of(u.astype(np.float64).astype(bfloat16)),
+                                  bits_of(values))
+    np.testing.assert_array_equal(bits_of(u + 0), bits_of(values + 0))
+    f = np.array([1.5, -0.1, 3e38, 2.0**-130, -7.0], np.float32)
+    np.copyto(u, f, casting="unsafe")  # unaligned destination
+    np.testing.assert_array_equal(buf[1:].view(np.uint16), reference_round(f))
+
+
+def test_non_contiguous(all_bits):
+    x = all_bits.view(bfloat16).reshape(256, 256)
+    for view in (x[::3, ::5], x.T, x[:, 7], x[::-2]):
+        bits = view.view(np.uint16) if view.flags.c_contiguous else np.ascontiguousarray(
+            view).view(np.uint16)
+        np.testing.assert_array_equal(view.astype(np.float32), exact_f32(bits))
+        assert [v.bits for v in view.ravel()[:50]] == bits.ravel()[:50].tolist()
+    f = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)
+    np.testing.assert_array_equal(bits_of(f.T.astype(bfloat16)), reference_round(f.T))
+    out = np.zeros((64, 128), bfloat16)[:, ::2]
+    np.copyto(out, f, casting="unsafe")
+    np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint16), reference_round(f))
+
+
+def test_bytes_with_trailing_zeros_parse_in_full():
+    """Regression: trailing '0' characters were once stripped with the NUL padding (b'10' -> 1)."""
+    arr = np.array([b"10", b"100", b"2.50", b"1e10", b"0"], dtype="S8")
+    assert bits_of(arr.astype(bfloat16)).tolist() == [
+        fraction_to_bits(Fraction(v)) for v in (10, 100, 2.5, 10**10, 0)]

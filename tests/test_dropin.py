@@ -1,0 +1,175 @@
+"""bfloat16 as a drop-in for float32: numpy functions on bfloat16 arrays against the same
+function on the float32 widening (exact), compared with bfloat16 tolerance."""
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16
+
+BF16 = np.dtype(bfloat16)
+EPS = 2.0**-7
+
+rng = np.random.default_rng(11)
+X = (rng.standard_normal(257).astype(np.float32) * 4).astype(bfloat16)
+X[[5, 40]] = np.nan
+XF = X.astype(np.float32)
+CLEAN = np.nan_to_num(X)
+CF = CLEAN.astype(np.float32)
+M = (rng.standard_normal((17, 9)).astype(np.float32)).astype(bfloat16)
+MF = M.astype(np.float32)
+
+
+def close(got, want, rtol=2 * EPS, atol=2 * EPS, dtype_bf16=True):
+    got = np.asarray(got)
+    if dtype_bf16:
+        assert got.dtype == BF16, got.dtype
+    np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64),
+                               rtol=rtol, atol=atol, equal_nan=True)
+
+
+def same(got, want):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("kind", ["quicksort", "mergesort", "heapsort", "stable"])
+def test_sort_argsort(kind):
+    s = np.sort(X, kind=kind)
+    assert s.dtype == BF16
+    same(s.astype(np.float32), np.sort(XF, kind=kind))
+    assert np.isnan(s[-2:].astype(np.float32)).all()
+    idx = np.argsort(X, kind=kind)
+    same(X[idx].astype(np.float32), np.sort(XF))
+    if kind in ("stable", "mergesort"):
+        same(idx, np.argsort(XF, kind="stable"))
+    m = np.sort(M, axis=0, kind=kind)
+    same(m.astype(np.float32), np.sort(MF, axis=0))
+
+
+def test_partition_searchsorted_unique():
+    k = 100
+    p = np.partition(CLEAN, k)
+    assert p.dtype == BF16 and float(p[k]) == np.sort(CF)[k]
+    assert (p[:k].astype(np.float32) <= float(p[k])).all()
+    ap = np.argpartition(CLEAN, k)
+    assert float(CLEAN[ap[k]]) == np.sort(CF)[k]
+    s = np.sort(CLEAN)
+    q = np.array([-1.0, 0.0, 0.5, 3.0], BF16)
+    for side in ("left", "right"):
+        same(np.searchsorted(s, q, side=side), np.searchsorted(s.astype(np.float32),
+                                                               q.astype(np.float32), side=side))
+    u, c = np.unique(np.round(CLEAN), return_counts=True)
+    uf, cf = np.unique(np.round(CF).astype(bfloat16).astype(np.float32), return_counts=True)
+    same(u.astype(np.float32), uf)
+    same(c, cf)
+
+
+def test_arg_extrema_and_extrema():
+    assert np.argmax(X) == 5 and np.argmin(X) == 5  # first NaN wins
+    assert np.nanargmax(X) == np.nanargmax(XF) and np.nanargmin(X) == np.nanargmin(XF)
+    assert np.argmax(CLEAN) == np.argmax(CF) and np.argmin(CLEAN) == np.argmin(CF)
+    same(np.argmax(M, axis=0), np.argmax(MF, axis=0))
+    same(np.argmin(M, axis=1), np.argmin(MF, axis=1))
+    assert np.isnan(float(np.max(X))) and np.isnan(float(np.min(X)))
+    close(np.max(CLEAN), CF.max(), 0, 0)
+    close(np.min(M, axis=0), MF.min(axis=0), 0, 0)
+    close(np.ptp(CLEAN), np.ptp(CF))
+    close(np.nanmax(X), np.nanmax(XF), 0, 0)
+
+
+def test_nonzero_count_nonzero_fill_arange_linspace():
+    z = np.array([0, -0.0, 1, np.nan, 2, 0], BF16)
+    same(np.nonzero(z)[0], [2, 3, 4])
+    assert np.count_nonzero(z) == 3
+    a = np.empty(5, BF16)
+    a.fill(2.5)
+    same(a.astype(np.float32), np.full(5, 2.5))
+    close(np.arange(0, 10, 0.5, dtype=bfloat16), np.arange(0, 10, 0.5), 0, 0)
+    close(np.linspace(0, 1, 11, dtype=bfloat16), np.linspace(0, 1, 11))
+    close(np.full((2, 2), 3, bfloat16), np.full((2, 2), 3))
+
+
+def test_indexing_and_selection():
+    idx = np.array([3, 0, 7])
+    close(np.take(CLEAN, idx), CF[idx], 0, 0)
+    y = CLEAN.copy()
+    np.put(y, idx, [1, 2, 3])
+    close(y[idx], [1, 2, 3], 0, 0)
+    close(np.where(CLEAN > 0, CLEAN, bfloat16(0)), np.where(CF > 0, CF, 0), 0, 0)
+    close(np.select([CLEAN < 0, CLEAN > 1], [CLEAN, CLEAN * bfloat16(2)], default=bfloat16(0)),
+          np.select([CF < 0, CF > 1], [CF, CF * 2], default=0))
+    choice = np.array([0, 1, 0])
+    close(np.choose(choice, [CLEAN[:3], CLEAN[3:6]]), np.choose(choice, [CF[:3], CF[3:6]]), 0, 0)
+    close(np.concatenate([CLEAN, CLEAN]), np.concatenate([CF, CF]), 0, 0)
+    close(np.stack([M, M]), np.stack([MF, MF]), 0, 0)
+    close(np.tile(M, 2), np.tile(MF, 2), 0, 0)
+    close(np.repeat(CLEAN, 2), np.repeat(CF, 2), 0, 0)
+    close(np.flip(M), np.flip(MF), 0, 0)
+    close(np.roll(CLEAN, 3), np.roll(CF, 3), 0, 0)
+    gx, gy = np.meshgrid(CLEAN[:3], CLEAN[:4])
+    close(gx, np.meshgrid(CF[:3], CF[:4])[0], 0, 0)
+
+
+def test_comparisons_of_arrays():
+    assert np.allclose(CLEAN, CF)
+    same(np.isclose(X, XF, equal_nan=True), np.ones(X.shape, bool))
+    assert np.array_equal(X, X, equal_nan=True)
+    assert np.array_equal(CLEAN, CLEAN.copy())
+    np.testing.assert_allclose(CLEAN, CF, rtol=0)
+    np.testing.assert_array_equal(CLEAN, CLEAN.copy())
+
+
+def test_histogram_bincount_digitize_interp():
+    h, edges = np.histogram(CLEAN, bins=10)
+    hf, edgesf = np.histogram(CF, bins=10)
+    same(h, hf)
+    w = np.abs(CLEAN[:50])
+    close(np.bincount(np.arange(50) % 7, weights=w),
+          np.bincount(np.arange(50) % 7, weights=w.astype(np.float32)), dtype_bf16=False)
+    bins = np.array([-2, 0, 2], BF16)
+    same(np.digitize(CLEAN, bins), np.digitize(CF, bins.astype(np.float32)))
+    xp = np.array([0, 1, 2], BF16)
+    fp = np.array([0, 10, 5], BF16)
+    close(np.interp(CLEAN, xp, fp), np.interp(CF, [0, 1, 2], [0, 10, 5]), dtype_bf16=False)
+
+
+@pytest.mark.parametrize("fn", ["median", "percentile", "quantile"])
+def test_order_statistics(fn):
+    f = getattr(np, fn)
+    args = {"median": (), "percentile": (30,), "quantile": (0.3,)}[fn]
+    close(f(CLEAN, *args), f(CF, *args))
+    close(f(M, *args, axis=0), f(MF, *args, axis=0))
+
+
+def test_calculus_and_polynomials():
+    close(np.gradient(CLEAN), np.gradient(CF), atol=8 * EPS, rtol=4 * EPS)
+    close(np.diff(CLEAN), np.diff(CF))
+    close(np.diff(M, axis=0), np.diff(MF, axis=0))
+    close(np.convolve(CLEAN[:20], CLEAN[:5]), np.convolve(CF[:20], CF[:5]),
+          atol=16 * EPS, rtol=4 * EPS)
+    a, b = M[:4, :3], M[4:8, :3]
+    close(np.cross(a, b), np.cross(a.astype(np.float32), b.astype(np.float32)), atol=8 * EPS)
+    p = np.array([1, -2, 0.5], BF16)
+    close(np.polyval(p, CLEAN[:30]), np.polyval(p.astype(np.float32), CF[:30]),
+          atol=8 * EPS, rtol=4 * EPS)
+    close(np.trapezoid(CLEAN), np.trapezoid(CF), atol=1, rtol=4 * EPS)
+
+
+def test_misc_numerics():
+    close(np.nan_to_num(X), np.nan_to_num(XF), 0, 0)
+    close(np.linalg.norm(CLEAN), np.linalg.norm(CF))
+    close(np.cumsum(CLEAN), np.cumsum(CF), atol=4 * EPS * np.abs(CF).sum())
+    close(np.clip(CLEAN, -1, 1), np.clip(CF, -1, 1), 0, 0)
+    close(np.around(CLEAN, 1), np.around(CF, 1), atol=0.1)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
+    "numpy's einsum (without optimize) only has sum-of-products kernels for builtin types: "
+    "TypeError: invalid data type for einsum"))
+@pytest.mark.parametrize("spec", ["ij->j", "ij,ij->i"])
+def test_einsum(spec):
+    ops = (M,) * spec.count(",") + (M,)
+    close(np.einsum(spec, *ops), np.einsum(spec, *(o.astype(np.float32) for o in ops)))
+
+
+def test_einsum_via_float32_works():
+    close(np.einsum("ij,ij->i", M, M, dtype=np.float32, casting="unsafe"),
+          np.einsum("ij,ij->i", MF, MF), dtype_bf16=False)

@@ -1,0 +1,70 @@
+"""np.finfo(bfloat16): every field against the format definition."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bfloat16_dtype
+from bfloat16_dtype import bfloat16
+
+BF = np.dtype(bfloat16)
+MAX = float.fromhex("0x1.fep127")  # 0x7F7F: (2 - 2**-7) * 2**127
+
+
+def _bits(v) -> int:
+    return np.asarray(v, dtype=bfloat16).view(np.uint16).item()
+
+
+@pytest.mark.parametrize("key", [bfloat16, BF, np.array([1.0], bfloat16).dtype])
+def test_finfo_values(key):
+    fi = np.finfo(key)
+    assert fi is bfloat16_dtype.finfo
+    assert fi.dtype == BF
+    assert fi.bits == 16
+    assert float(fi.eps) == 2.0**-7 and _bits(fi.eps) == 0x3C00
+    assert float(fi.epsneg) == 2.0**-8
+    assert float(fi.max) == MAX and _bits(fi.max) == 0x7F7F
+    assert float(fi.max) == float(np.float32(3.3895314e38))
+    assert float(fi.min) == -MAX and _bits(fi.min) == 0xFF7F
+    assert float(fi.tiny) == float(fi.smallest_normal) == 2.0**-126
+    assert _bits(fi.smallest_normal) == 0x0080
+    assert float(fi.smallest_subnormal) == 2.0**-133 and _bits(fi.smallest_subnormal) == 0x0001
+    assert (fi.nmant, fi.nexp, fi.maxexp, fi.minexp) == (7, 8, 128, -126)
+    assert (fi.machep, fi.negep, fi.iexp) == (-7, -8, 8)
+    assert fi.precision == 2
+    assert float(fi.resolution) == float(bfloat16(0.01)) and str(fi.resolution) == "0.01"
+    for name in ("eps", "epsneg", "max", "min", "tiny", "smallest_subnormal", "resolution"):
+        assert type(getattr(fi, name)) is bfloat16, name
+
+
+def test_finfo_consistent_with_arithmetic():
+    fi = np.finfo(bfloat16)
+    one = np.array([1.0], bfloat16)
+    assert (one + fi.eps)[0] > 1 and (one + fi.eps / 2)[0] == 1  # tie to even
+    assert (one - fi.epsneg)[0] < 1
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.array([fi.max], bfloat16) * 2)[0]
+    assert np.nextafter(np.array([0.0], bfloat16), 1)[0] == fi.smallest_subnormal
+
+
+def test_finfo_str_and_repr():
+    fi = np.finfo(bfloat16)
+    assert "bfloat16" in repr(fi) and "resolution=0.01" in repr(fi)
+    assert "Machine parameters for bfloat16" in str(fi)
+
+
+def test_finfo_cache_mechanism_is_what_we_rely_on():
+    """bfloat16_dtype registers finfo through np.finfo._finfo_cache. If a NumPy release
+    changes that mechanism, this fails loudly (and so would the package import)."""
+    cache = getattr(np.finfo, "_finfo_cache", None)
+    assert isinstance(cache, dict), "np.finfo._finfo_cache is gone: update _finfo.py"
+    assert cache.get(BF) is bfloat16_dtype.finfo
+    assert cache.get(bfloat16) is bfloat16_dtype.finfo
+    # numpy still consults the cache first for dtypes and scalar types
+    sentinel = object.__new__(np.finfo)
+    key = np.dtype([("bfloat16_dtype_cache_probe", np.float32)])
+    cache[key] = sentinel
+    try:
+        assert np.finfo(key) is sentinel
+    finally:
+        del cache[key]

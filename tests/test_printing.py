@@ -1,0 +1,109 @@
+"""Array printing of bfloat16 follows numpy's float16 printing, with bfloat16's own digits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16
+from numpy._core import arrayprint
+
+
+def bf(values):
+    return np.array(values, dtype=bfloat16)
+
+
+def f16(values):
+    return np.array(values, dtype=np.float16)
+
+
+# Values exactly representable in both formats with the same shortest digits, below the
+# float16/bfloat16 positional cutoffs: the text must be float16's with the dtype name swapped.
+SHARED = [[1.5, 2, 3.140625], [0.5, 0.25, -1.0], [np.nan, np.inf, -np.inf, 1.0], [1.0],
+          [0.0, -0.0], [], [[1.5, 2.0], [3.0, 4.0]], [0.001, 1.0], [2.0**-4, 1.0]]
+
+
+@pytest.mark.parametrize("values", SHARED, ids=str)
+def test_repr_and_str_like_float16(values):
+    assert repr(bf(values)) == repr(f16(values)).replace("float16", "bfloat16")
+    assert str(bf(values)) == str(f16(values))
+    assert np.array2string(bf(values)) == np.array2string(f16(values))
+
+
+def test_readme_example():
+    assert repr(bf([1.5, 2, 3.14159])) == "array([1.5 , 2.  , 3.14], dtype=bfloat16)"
+
+
+def test_shortest_digits_not_float64_digits():
+    # 0.1 is stored as 0.10009765625; 3.14159 as 3.140625
+    assert str(bf([0.1, 0.2, 0.3])) == "[0.1 0.2 0.3]"
+    assert "3.140625" not in repr(bf([3.14159]))
+
+
+@pytest.mark.parametrize("kwargs", [dict(precision=2), dict(precision=3, floatmode="fixed"),
+                                    dict(floatmode="fixed"), dict(floatmode="unique"),
+                                    dict(floatmode="maxprec_equal", precision=4),
+                                    dict(sign="+"), dict(legacy="1.13"), dict(legacy="1.25"),
+                                    dict(suppress=True)], ids=str)
+def test_printoptions_like_float16(kwargs):
+    """On values that are equal in both formats, every print option gives float16's text."""
+    values = [1.5, 0.25, 3.140625, -2.0]
+    with np.printoptions(**kwargs):
+        assert str(bf(values)) == str(f16(values))
+        assert repr(bf(values)) == repr(f16(values)).replace("float16", "bfloat16")
+    kw = {("suppress_small" if k == "suppress" else k): v for k, v in kwargs.items()
+          if k != "legacy"}
+    assert np.array2string(bf(values), **kw) == np.array2string(f16(values), **kw)
+
+
+def test_fixed_mode_prints_the_exact_value():
+    """floatmode='fixed' prints the stored value: bfloat16(0.3) is 0.30078125."""
+    assert np.array2string(bf([0.1, 0.3]), floatmode="fixed", precision=3) == "[0.100 0.301]"
+    with np.printoptions(floatmode="fixed", precision=8):
+        assert str(bf([0.1])) == "[0.10009766]"
+
+
+def test_set_printoptions_global():
+    old = np.get_printoptions()
+    try:
+        np.set_printoptions(precision=1)
+        assert str(bf([3.140625, 1.5])) == str(f16([3.140625, 1.5]))
+    finally:
+        np.set_printoptions(**old)
+
+
+def test_large_and_small_values_scientific():
+    assert str(bf([1e30, 3e38])) == "[1.e+30 3.e+38]"
+    assert str(bf([1e-30, 1e-40])) == "[1.e-30 9.e-41]"
+    assert repr(bf([1e-5, 1, 100])) == "array([1.e-05, 1.e+00, 1.e+02], dtype=bfloat16)"
+
+
+def test_scientific_cutoff_follows_numpy_precision_rule():
+    """numpy 2.4 switches arrays to scientific at 10**min(8, finfo.precision): 100 for
+    bfloat16 (precision 2), 1000 for float16 (precision 3)."""
+    cutoff = 10.0 ** min(8, np.finfo(bfloat16).precision)
+    assert cutoff == 100.0
+    assert "e+" not in str(bf([99.0, 1.0]))
+    assert "e+" in str(bf([100.0, 1.0]))
+
+
+def test_zero_d_and_empty():
+    assert repr(np.array(1.5, bfloat16)) == "array(1.5, dtype=bfloat16)"
+    assert str(np.array(0.1, bfloat16)) == "0.1"
+    assert repr(np.array([], bfloat16)) == "array([], dtype=bfloat16)"
+    assert repr(np.zeros((2, 0), bfloat16)) == "array([], shape=(2, 0), dtype=bfloat16)"
+
+
+def test_other_float_types_unaffected():
+    """The Dragon4 wrapper passes non-bfloat16 values through untouched."""
+    for name in ("dragon4_positional", "dragon4_scientific"):
+        wrapped = getattr(arrayprint, name)
+        original = wrapped.__bfloat16_wrapped__
+        for t in (np.float16, np.float32, np.float64, np.longdouble):
+            for x in (t(0.1), t(3.14159), t(-1e-3), t(1 / 3)):
+                assert wrapped(x, precision=5) == original(x, precision=5)
+                assert wrapped(x, unique=False, precision=10) == \
+                    original(x, unique=False, precision=10)
+    assert repr(np.array([0.1, 3.14159], np.float32)) == \
+        "array([0.1    , 3.14159], dtype=float32)"
+    assert repr(np.array([0.1, 3.14159])) == "array([0.1    , 3.14159])"
+    assert str(np.array([1 / 3], np.float64)) == "[0.33333333]"
