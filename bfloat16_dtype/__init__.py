@@ -31,8 +31,9 @@ np.sctypeDict["bfloat16"] = bfloat16
 finfo: np.finfo = register_finfo(bfloat16, dtype)
 _install_printing(bfloat16)
 
+from . import numerics  # noqa: E402  (accurate helpers: numerics.round, .sum, .mean, .var, .std)
 from .linalg import (dot, get_num_threads, inner, matmul, matvec, num_threads,  # noqa: E402
                      set_num_threads, vdot, vecmat)
 
-__all__ = ["bfloat16", "dtype", "finfo", "__version__", "matmul", "dot", "matvec", "vecmat",
+__all__ = ["bfloat16", "dtype", "finfo", "__version__", "numerics", "matmul", "dot", "matvec", "vecmat",
            "vdot", "inner", "get_num_threads", "set_num_threads", "num_threads"]

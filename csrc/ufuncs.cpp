@@ -9,6 +9,7 @@
 #include "kernels.h"
 #include "ufunc_ops.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -230,111 +231,108 @@ clip_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
  * axis. For full and last-axis reductions it passes the whole row with `out` aliasing `in1`
  * at stride 0: we sum the row in float32 (pairwise) and round once. For axis-0 (and other
  * outer-axis) reductions it calls the loop once per slice, adding a slice into the running
- * result, which would round to bfloat16 after every slice. For those calls (recognised
- * because numpy asked this ArrayMethod for the reduction's initial value just before asking
- * for the loop, on the same context) we keep a float32 shadow of every output element and
- * keep adding into it; the shadow is trusted only while the stored bfloat16 still equals its
- * rounding, so anything else writing the output is noticed. The shadow lives in the loop's
- * auxdata and dies with the call. Accumulations (cumsum) that numpy passes as one chain
- * (out[i] = out[i-1] + in[i]) keep the running sum in float32 as well.
+ * result, which would round to bfloat16 after every slice. For those calls we keep a float32
+ * shadow of the output elements and keep adding into it; a shadow value is trusted only while
+ * the stored bfloat16 still equals its rounding, so anything else writing the output is
+ * noticed. The shadow is a dense window over the output's address range, owned by the loop's
+ * auxdata: it lives for one ufunc call. It is switched on when numpy asked this ArrayMethod
+ * for the reduction's initial value just before asking for the loop (same context), or, for
+ * reductions given `initial=` (numpy then skips that question), as soon as a call writes an
+ * output range an earlier call of the same ufunc call already wrote. Elementwise in-place
+ * operations (a += b) write each element once, so they never allocate a window.
+ * Accumulations (cumsum) that numpy passes as one chain (out[i] = out[i-1] + in[i]) keep
+ * the running sum in float32 as well.
  */
 
-struct ShadowEntry {
-    uintptr_t key;
-    float value;
-    bf16_t bits;
-    bool used;
+struct Shadow {
+    NpyAuxData base;
+    bool active = false;
+    char *lo = nullptr;          /* window covers [lo, lo + 2 * value.size()) */
+    std::vector<float> value;    /* one float32 per 2-byte slot of the window */
+    char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written while inactive */
 };
 
-struct ShadowMap {
-    NpyAuxData base;
-    std::vector<ShadowEntry> slots;
-    size_t count = 0;
-    int shift = 58; /* 64 - log2(capacity) */
-};
+static const size_t shadow_max_slots = (size_t)1 << 27; /* beyond this: plain bfloat16 */
 
 static void
 shadow_free(NpyAuxData *aux)
 {
-    delete reinterpret_cast<ShadowMap *>(aux);
+    delete reinterpret_cast<Shadow *>(aux);
 }
 
 static NpyAuxData *
 shadow_clone(NpyAuxData *aux)
 {
-    ShadowMap *src = reinterpret_cast<ShadowMap *>(aux);
-    ShadowMap *dst = new (std::nothrow) ShadowMap(*src);
-    return reinterpret_cast<NpyAuxData *>(dst);
+    Shadow *copy = new (std::nothrow) Shadow(*reinterpret_cast<Shadow *>(aux));
+    return reinterpret_cast<NpyAuxData *>(copy);
 }
 
-static ShadowMap *
-shadow_new()
+static Shadow *
+shadow_new(bool active)
 {
-    ShadowMap *m = new (std::nothrow) ShadowMap();
+    Shadow *m = new (std::nothrow) Shadow();
     if (m == nullptr) {
         return nullptr;
     }
     memset(&m->base, 0, sizeof m->base);
     m->base.free = shadow_free;
     m->base.clone = shadow_clone;
-    m->slots.assign(64, ShadowEntry{0, 0.0f, 0, false});
+    m->active = active;
     return m;
 }
 
-static inline size_t
-shadow_hash(const ShadowMap *m, uintptr_t key)
+/* Make the window cover bytes [first, last] (both ends included). false: too large or no
+ * memory, and the shadow is switched off (results then accumulate in bfloat16). */
+static bool
+shadow_cover(Shadow *m, char *first_p, char *last_p)
 {
-    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> m->shift);
-}
-
-/* The float32 value standing behind the bfloat16 at `p`. */
-static inline float
-shadow_read(const ShadowMap *m, const char *p)
-{
-    bf16_t stored = ld(p);
-    uintptr_t key = (uintptr_t)p;
-    size_t mask = m->slots.size() - 1;
-    for (size_t i = shadow_hash(m, key);; i = (i + 1) & mask) {
-        const ShadowEntry &e = m->slots[i];
-        if (!e.used) break;
-        if (e.key == key) {
-            return e.bits == stored ? e.value : bf16_to_f32(stored);
-        }
+    /* address arithmetic in integers: the window may extend past the output's memory */
+    uintptr_t first = (uintptr_t)first_p, last = (uintptr_t)last_p;
+    if (first > last) std::swap(first, last);
+    uintptr_t lo = (uintptr_t)m->lo, hi = lo + 2 * m->value.size();
+    if (!m->value.empty() && first >= lo && last + 2 <= hi) {
+        return true;
     }
-    return bf16_to_f32(stored);
-}
-
-static inline bool
-shadow_write(ShadowMap *m, char *p, float value, bf16_t bits)
-{
-    if (2 * (m->count + 1) > m->slots.size()) {
-        std::vector<ShadowEntry> old;
-        old.swap(m->slots);
-        try {
-            m->slots.assign(old.size() * 2, ShadowEntry{0, 0.0f, 0, false});
-        }
-        catch (...) {
-            old.swap(m->slots);
-            return false;
-        }
-        m->shift -= 1;
-        size_t mask = m->slots.size() - 1;
-        for (const ShadowEntry &e : old) {
-            if (!e.used) continue;
-            size_t i = shadow_hash(m, e.key);
-            while (m->slots[i].used) i = (i + 1) & mask;
-            m->slots[i] = e;
-        }
+    uintptr_t new_lo = m->value.empty() ? first : std::min(first, lo);
+    uintptr_t new_hi = m->value.empty() ? last + 2 : std::max(last + 2, hi);
+    size_t want = (size_t)(new_hi - new_lo + 1) / 2;
+    if (!m->value.empty() && new_lo == lo) {
+        want = std::max(want, 2 * m->value.size()); /* amortise slices visited upward */
     }
-    uintptr_t key = (uintptr_t)p;
-    size_t mask = m->slots.size() - 1;
-    size_t i = shadow_hash(m, key);
-    while (m->slots[i].used && m->slots[i].key != key) i = (i + 1) & mask;
-    if (!m->slots[i].used) {
-        m->count++;
+    if (want > shadow_max_slots) {
+        m->active = false;
+        m->value.clear();
+        return false;
     }
-    m->slots[i] = ShadowEntry{key, value, bits, true};
+    try {
+        std::vector<float> grown(want, 0.0f);
+        if (!m->value.empty()) {
+            std::copy(m->value.begin(), m->value.end(), grown.begin() + (lo - new_lo) / 2);
+        }
+        m->value.swap(grown);
+        m->lo = (char *)new_lo;
+    }
+    catch (...) {
+        m->active = false;
+        m->value.clear();
+        return false;
+    }
     return true;
+}
+
+static inline float &
+shadow_slot(Shadow *m, const char *p)
+{
+    return m->value[((uintptr_t)p - (uintptr_t)m->lo) / 2];
+}
+
+/* The float32 standing behind the bfloat16 stored at p (p inside the window). */
+static inline float
+shadow_get(Shadow *m, const char *p)
+{
+    float v = shadow_slot(m, p);
+    bf16_t stored = ld(p);
+    return f32_to_bf16(v) == stored ? v : bf16_to_f32(stored);
 }
 
 struct AddAcc {
@@ -367,6 +365,19 @@ acc_initial(PyArrayMethod_Context *context, npy_bool reduction_is_empty, void *i
     return 1;
 }
 
+/* Switch the shadow on when this call writes output another call already wrote. */
+static void
+shadow_note_writes(Shadow *m, char *o, npy_intp so, npy_intp n)
+{
+    char *first = o, *last = o + (n - 1) * so;
+    if (first > last) std::swap(first, last);
+    if (m->seen_lo != nullptr && first <= m->seen_hi && last >= m->seen_lo) {
+        m->active = true;
+    }
+    m->seen_lo = (m->seen_lo == nullptr || first < m->seen_lo) ? first : m->seen_lo;
+    m->seen_hi = (m->seen_hi == nullptr || last > m->seen_hi) ? last : m->seen_hi;
+}
+
 template <class Acc>
 static int
 acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
@@ -375,31 +386,38 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     npy_intp n = dims[0];
     char *a = data[0], *b = data[1], *o = data[2];
     npy_intp sa = strides[0], sb = strides[1], so = strides[2];
-    ShadowMap *shadow = reinterpret_cast<ShadowMap *>(auxdata);
+    Shadow *shadow = reinterpret_cast<Shadow *>(auxdata);
     int ovf = 0;
     if (n <= 0) {
         return 0;
     }
+    if (shadow != nullptr && !shadow->active && a == o && sa == so) {
+        shadow_note_writes(shadow, o, so, n);
+    }
+    bool use_shadow = shadow != nullptr && shadow->active &&
+                      shadow_cover(shadow, a, a + (n - 1) * sa) &&
+                      shadow_cover(shadow, o, o + (n - 1) * so);
     if (a == o && sa == 0 && so == 0) {
         /* reduce form: the whole row folds into one output element */
-        float start = shadow ? shadow_read(shadow, o) : bf16_to_f32(ld(o));
+        float start = use_shadow ? shadow_get(shadow, o) : bf16_to_f32(ld(o));
         float r = Acc::f(start, Acc::reduce(b, sb, n));
         bf16_t h = f32_to_bf16(r);
         ovf |= bf16_overflowed(r, h);
         st(o, h);
-        if (shadow && !shadow_write(shadow, o, r, h)) {
-            goto nomem;
+        if (use_shadow) {
+            shadow_slot(shadow, o) = r;
         }
     }
-    else if (shadow != nullptr) {
+    else if (use_shadow && a == o && sa == 2 && so == 2 && sb == 2) {
+        ovf = DISPATCH(shadow_row_contig<Acc>(o, b, &shadow_slot(shadow, o), n));
+    }
+    else if (use_shadow) {
         for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
-            float r = Acc::f(shadow_read(shadow, a), bf16_to_f32(ld(b)));
+            float r = Acc::f(shadow_get(shadow, a), bf16_to_f32(ld(b)));
             bf16_t h = f32_to_bf16(r);
             ovf |= bf16_overflowed(r, h);
             st(o, h);
-            if (!shadow_write(shadow, o, r, h)) {
-                goto nomem;
-            }
+            shadow_slot(shadow, o) = r;
         }
     }
     else if (sa == so && a + sa == o && sa != 0) {
@@ -419,31 +437,24 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     }
     report_overflow(ovf);
     return 0;
-nomem:
-    PyGILState_STATE st_ = PyGILState_Ensure();
-    PyErr_NoMemory();
-    PyGILState_Release(st_);
-    return -1;
 }
 
 template <class Acc>
 static int
-acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *, 
+acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *,
              PyArrayMethod_StridedLoop **out_loop, NpyAuxData **out_transferdata,
              NPY_ARRAYMETHOD_FLAGS *flags)
 {
     *out_loop = acc_loop<Acc>;
-    *out_transferdata = nullptr;
     *flags = (NPY_ARRAYMETHOD_FLAGS)0; /* no GIL needed; check float errors */
-    if (pending_reduction == (const void *)context) {
-        pending_reduction = nullptr;
-        ShadowMap *m = shadow_new();
-        if (m == nullptr) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        *out_transferdata = reinterpret_cast<NpyAuxData *>(m);
+    bool reduction = pending_reduction == (const void *)context;
+    pending_reduction = nullptr;
+    Shadow *m = shadow_new(reduction);
+    if (m == nullptr) {
+        PyErr_NoMemory();
+        return -1;
     }
+    *out_transferdata = reinterpret_cast<NpyAuxData *>(m);
     return 0;
 }
 

@@ -167,10 +167,6 @@ def test_initial_full_and_last_axis():
     np.testing.assert_array_equal(f32(x.T.sum(axis=0, initial=1.0)), np.full(1000, 4.0))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "initial= on an outer-axis reduction accumulates in bfloat16 (sticks at 256): numpy does "
-    "not call get_reduction_initial when initial is given, so acc_get_loop never arms the "
-    "float32 shadow (csrc/ufuncs.cpp acc_initial/acc_get_loop)"))
 @pytest.mark.parametrize("axis", [0, (0, 2)], ids=str)
 def test_initial_outer_axis_accumulates_in_float32(axis):
     x = np.ones((1000, 3, 2), bfloat16)

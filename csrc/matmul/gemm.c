@@ -184,10 +184,9 @@ void bf16_gemm_set_num_threads(int n)
 #define BG_STACK_BYTES (40 * 1024)      /* small problems run from a stack buffer: no malloc */
 #define BG_GEMM_MT_FLOPS 3000000.0      /* below this a GEMM runs on one thread */
 #define BG_GEMV_MT_BYTES (512 * 1024)   /* below this many matrix bytes a GEMV runs on one thread */
-#ifndef BG_GEMV_MAXN
-#define BG_GEMV_MAXN 16
-#endif
-#define BG_GEMV_MAXN_DOC                 /* GEMV path for n <= this many right-hand columns */
+/* GEMV path for n <= this many right-hand columns (measured against the GEMM path): */
+#define BG_GEMV_MAXN_ROWS 16            /* matrix with K contiguous: dot products, k chunked */
+#define BG_GEMV_MAXN_COLS 4             /* matrix with M contiguous: axpy form */
 
 typedef struct bg_problem_s {
     int64_t M, N, K;
@@ -254,6 +253,11 @@ static int gemv_layout(const bg_view *a)
     return PATH_GEMM;
 }
 
+static int gemv_fits(int layout, int64_t n)
+{
+    return (layout == PATH_GEMV_ROWS && n <= BG_GEMV_MAXN_ROWS) || (layout == PATH_GEMV_COLS && n <= BG_GEMV_MAXN_COLS);
+}
+
 /* Workspace of one GEMM thread owning rows/columns of size m x n. */
 static void gemm_sizes(bg_plan *pl, int64_t m, int64_t n, int64_t K)
 {
@@ -274,11 +278,12 @@ static void make_plan(bg_problem *p, int nthreads, bg_plan *pl)
     if (p->c.cs != esz && p->c.rs == esz) transpose_problem(p);
 
     /* Matrix-vector products: stream the big operand once. */
-    if (p->N <= BG_GEMV_MAXN && p->M > BG_GEMV_MAXN && gemv_layout(&p->a) != PATH_GEMM) {
-        pl->path = gemv_layout(&p->a);
-    } else if (p->M <= BG_GEMV_MAXN && p->N > BG_GEMV_MAXN && gemv_layout(&(bg_view){p->b.p, p->b.cs, p->b.rs}) != PATH_GEMM) {
+    int la = gemv_layout(&p->a), lb = gemv_layout(&(bg_view){p->b.p, p->b.cs, p->b.rs});
+    if (gemv_fits(la, p->N) && p->M > p->N) {
+        pl->path = la;
+    } else if (gemv_fits(lb, p->M) && p->N > p->M) {
         transpose_problem(p);
-        pl->path = gemv_layout(&p->a);
+        pl->path = lb;
     }
 
     if (pl->path != PATH_GEMM) {

@@ -485,7 +485,9 @@ typedef void (*dot_fn)(const unsigned char *const *, const float *const *, int64
  * chunks; each lane still adds its k in increasing order, so the result is bit-identical to the
  * single-column kernel above.
  */
-#define BG_ROWS_KB 256
+#ifndef BG_ROWS_KB
+#define BG_ROWS_KB 1024 /* V chunk of up to 64 KB: L2, but loaded once per two FMAs */
+#endif
 #ifndef BG_GEMV_PF
 #define BG_GEMV_PF 1024 /* software prefetch distance along a row, bytes */
 #endif
@@ -500,17 +502,15 @@ BG_INLINE void chunk_block(const unsigned char *const *ab, int RR, const float *
             acc[r][j][0] = _mm256_load_ps(accp[r * NJ + j]);
             acc[r][j][1] = _mm256_load_ps(accp[r * NJ + j] + 8);
         }
-    for (int64_t k = 0; k < kb; k += 16) {
-        __m256 x[2][2];
-        for (int r = 0; r < RR; r++) x[r][0] = widen8(ab[r] + k * 2), x[r][1] = widen8(ab[r] + k * 2 + 16);
-        for (int j = 0; j < NJ; j++) {
-            __m256 v0 = _mm256_load_ps(vs[j] + k), v1 = _mm256_load_ps(vs[j] + k + 8);
-            for (int r = 0; r < RR; r++) {
-                acc[r][j][0] = _mm256_fmadd_ps(x[r][0], v0, acc[r][j][0]);
-                acc[r][j][1] = _mm256_fmadd_ps(x[r][1], v1, acc[r][j][1]);
+    for (int64_t k = 0; k < kb; k += 16)
+        for (int h = 0; h < 2; h++) { /* lanes 0-7, then 8-15: 12 + 2 + 1 registers */
+            __m256 x[2];
+            for (int r = 0; r < RR; r++) x[r] = widen8(ab[r] + k * 2 + h * 16);
+            for (int j = 0; j < NJ; j++) {
+                __m256 v = _mm256_load_ps(vs[j] + k + h * 8);
+                for (int r = 0; r < RR; r++) acc[r][j][h] = _mm256_fmadd_ps(x[r], v, acc[r][j][h]);
             }
         }
-    }
     for (int r = 0; r < RR; r++)
         for (int j = 0; j < NJ; j++) {
             _mm256_store_ps(accp[r * NJ + j], acc[r][j][0]);
