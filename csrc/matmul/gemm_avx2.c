@@ -11,13 +11,6 @@
 #define BG_TARGET __attribute__((target("avx2,fma")))
 #define BG_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
 
-/* Prefetch a line that may lie past the end of the data (prefetches never fault); the address is
- * formed as an integer so no out-of-range pointer is computed. */
-BG_INLINE void prefetch_ahead(const unsigned char *p, int64_t bytes)
-{
-    _mm_prefetch((const char *)(uintptr_t)((uintptr_t)p + (uintptr_t)bytes), _MM_HINT_T0);
-}
-
 /* 8 bfloat16 (16 bytes, any alignment) -> 8 float32: zero-extend to 32 bits, shift into the high half. */
 BG_INLINE __m256 widen8(const unsigned char *p)
 {
@@ -480,16 +473,13 @@ typedef void (*dot_fn)(const unsigned char *const *, const float *const *, int64
 
 /*
  * Several right-hand columns (n >= 2): k is cut into chunks of BG_ROWS_KB so that the chunk of V
- * (KB x n floats) stays in L1; RB rows of A are widened chunk by chunk into a small L1 buffer and
- * multiplied with every column. The 16 lane sums of each (row, column) live in accbuf between
+ * (KB x n floats) stays in cache; a block of RB rows is multiplied chunk by chunk with every column
+ * (the row chunk is widened on the fly and re-read from L1 for each group of three columns). The 16 lane sums of each (row, column) live in accbuf between
  * chunks; each lane still adds its k in increasing order, so the result is bit-identical to the
  * single-column kernel above.
  */
 #ifndef BG_ROWS_KB
 #define BG_ROWS_KB 1024 /* V chunk of up to 64 KB: L2, but loaded once per two FMAs */
-#endif
-#ifndef BG_GEMV_PF
-#define BG_GEMV_PF 1024 /* software prefetch distance along a row, bytes */
 #endif
 #define BG_ROWS_RB 4
 
