@@ -17,6 +17,7 @@ dtype('float32')
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Iterator, Optional
 
 import numpy as np
@@ -40,6 +41,8 @@ def set_num_threads(n: int) -> None:
     """Set the threads the matmul kernel uses for later calls (``n >= 1``)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"set_num_threads: n must be an int, got {n!r}")
+    if not 1 <= int(n) <= 4096:
+        raise ValueError(f"set_num_threads: n must be in [1, 4096], got {n!r}")
     _ext.set_num_threads(int(n))
 
 
@@ -127,12 +130,17 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     try:
         batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
     except ValueError:
-        raise ValueError(
-            f"operands could not be broadcast together with remapped shapes "
-            f"[original->remapped]: {a_arr.shape}->{A.shape} {b_arr.shape}->{B.shape}") from None
-    full_shape = batch + (M, N)
-    result_shape = batch + ((M,) if not squeeze_a else ()) + ((N,) if not squeeze_b else ())
+        def remapped(shape, core):
+            return "(" + ",".join([str(d) for d in shape[:-core]] + ["newaxis"] * core) + ")"
 
+        def plain(shape):
+            return "(" + ",".join(str(d) for d in shape) + ")"
+        raise ValueError(
+            "operands could not be broadcast together with remapped shapes "
+            f"[original->remapped]: {plain(a_arr.shape)}->{remapped(a_arr.shape, a_arr.ndim and min(a_arr.ndim, 2))} "
+            f"{plain(b_arr.shape)}->{remapped(b_arr.shape, min(b_arr.ndim, 2))}  "
+            f"and requested shape ({M},{N})") from None
+    result_shape = batch + ((M,) if not squeeze_a else ()) + ((N,) if not squeeze_b else ())
     if out is not None and out.shape != result_shape:
         raise ValueError(f"matmul: out has shape {out.shape}, expected {result_shape}")
     kernel_dtype = target if target in _OUT_DTYPES else np.dtype(np.float32)
@@ -144,24 +152,20 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
         if np.may_share_memory(out, B):
             B = B.copy()
 
-    A3 = np.broadcast_to(A, batch + (M, K)).reshape((-1, M, K)) if batch else A.reshape(1, M, K)
-    B3 = np.broadcast_to(B, batch + (K, N)).reshape((-1, K, N)) if batch else B.reshape(1, K, N)
-    direct = (out is not None and out.dtype == kernel_dtype and
-              out.dtype.isnative)
-    if direct:
-        res = out.reshape(full_shape) if out.ndim != len(full_shape) else out
-        R3 = res.reshape((-1, M, N)) if len(full_shape) != 3 else res
-        if not np.shares_memory(R3, res) and R3.size:
-            direct = False
-    if not direct:
-        R3 = np.empty((max(A3.shape[0], 1) if batch else 1, M, N), kernel_dtype)
-    if A3.shape[0] != R3.shape[0]:  # zero-sized batch
-        R3 = np.empty((A3.shape[0], M, N), kernel_dtype)
-    if R3.size:
+    nbatch = math.prod(batch)
+    A3 = np.broadcast_to(A, batch + (M, K)).reshape((nbatch, M, K))
+    B3 = np.broadcast_to(B, batch + (K, N)).reshape((nbatch, K, N))
+    # Write straight into `out` when it is a C-contiguous array of a dtype the kernel writes.
+    direct = (out is not None and out.dtype == kernel_dtype and out.dtype.isnative and
+              out.flags.c_contiguous and out.flags.writeable)
+    R3 = out.reshape((nbatch, M, N)) if direct else np.empty((nbatch, M, N), kernel_dtype)
+    if R3.size and K:
         _ext._gemm(A3, B3, R3)
-    result = R3.reshape(result_shape)
+    elif R3.size:
+        R3[...] = 0
     if direct:
         return out
+    result = R3.reshape(result_shape)
     if result.dtype != target:
         result = result.astype(target)
     if out is not None:
