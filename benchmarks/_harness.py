@@ -514,15 +514,54 @@ def machine_info(settings: Settings, contenders: Iterable[Any], bandwidth: float
     return info
 
 
+class CpuUsageByOthers:
+    """How much CPU other processes used while we ran (Linux: /proc/stat minus our own CPU time).
+
+    Multi-threaded kernels (BLAS, ours, torch) lose whole time slices when another process holds
+    a core, so this is reported and turned into a warning when it is significant.
+    """
+
+    def __init__(self) -> None:
+        self.start = (self._machine_busy(), self._own(), time.perf_counter())
+
+    @staticmethod
+    def _machine_busy() -> float | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as fh:
+                fields = [int(v) for v in fh.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _own() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def average_cores(self) -> float | None:
+        """Average number of cores kept busy by other processes since construction."""
+        busy0, own0, wall0 = self.start
+        busy1, own1, wall1 = self._machine_busy(), self._own(), time.perf_counter()
+        if busy0 is None or busy1 is None or wall1 <= wall0:
+            return None
+        return max(0.0, ((busy1 - busy0) - (own1 - own0)) / (wall1 - wall0))
+
+
 def busy_warning(info: dict[str, Any]) -> str | None:
-    """A warning when other processes were keeping the CPUs busy as the run started."""
+    """A warning when other processes competed for the CPUs before or during the run."""
     load, cores = info.get("load_average"), info.get("usable_cores") or info.get("logical_cores")
-    if not load or not cores or load[0] < 0.75 * cores:
+    others = info.get("other_processes_cores")
+    reasons = []
+    if load and cores and load[0] >= 0.75 * cores:
+        reasons.append(f"1-minute load average {load[0]:g} on {cores} cores at the start")
+    if others is not None and others >= 0.2:
+        reasons.append(f"other processes kept {others:.2f} cores busy on average during the run")
+    if not reasons:
         return None
     return (
-        f"**Warning:** the machine was busy when this run started (1-minute load average "
-        f"{load[0]:g} on {cores} cores); timings, multi-threaded ones especially, are noisy. "
-        "Re-run on an idle machine for numbers worth quoting."
+        f"**Warning:** the machine was busy ({'; '.join(reasons)}). Timings, multi-threaded ones "
+        "especially, are noisy; re-run on an idle machine for numbers worth quoting."
     )
 
 
@@ -543,6 +582,11 @@ def render_machine(info: dict[str, Any]) -> str:
         f"- Measured copy bandwidth (np.copyto, float32, read + write): "
         f"{info['copy_bandwidth_gbs']:.1f} GB/s",
     ]
+    if info.get("other_processes_cores") is not None:
+        lines.append(
+            f"- CPU used by other processes during the run: {info['other_processes_cores']:.2f} cores "
+            "on average"
+        )
     for key, desc in info["contenders"].items():
         lines.append(f"- Contender `{key}`: {desc}")
     for reason in info.get("crashing_operations", {}).values():

@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
 
     settings = h.Settings.for_mode(args.quick, sizes=args.sizes, threads=args.threads)
+    others = h.CpuUsageByOthers()
     contenders = load_contenders(args.threads)
     log = (lambda msg: None) if args.no_progress else (lambda msg: print(msg, file=sys.stderr, flush=True))
     ours = next(c for c in contenders if c.key == h.OURS)
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         section.rows.append(row)
     if limiter is not None:
         limiter.restore_original_limits()
+    machine["other_processes_cores"] = others.average_cores()
 
     args.out_dir.mkdir(parents=True, exist_ok=True)
     plots, plot_note = ([], "plots disabled (--no-plots)") if args.no_plots else make_plots(

@@ -818,9 +818,10 @@ def test_num_threads_context_manager_restores():
     assert bd.get_num_threads() == before
 
 
-def test_default_num_threads_from_environment():
+def test_default_num_threads_from_environment(tmp_path):
     code = "import bfloat16_dtype as bd; print(bd.get_num_threads())"
     env = dict(os.environ, BFLOAT16_DTYPE_NUM_THREADS="3")
+    # run outside the checkout so the installed package is imported, not the source folder
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, cwd=tmp_path).stdout
     assert out.strip() == "3"
