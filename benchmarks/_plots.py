@@ -45,7 +45,7 @@ def make_plots(
     if "matvec" in by_key:
         name = _plot_matvec(plt, by_key["matvec"], out_dir, copy_gbs)
         if name:
-            written.append((name, "GEMV weight bandwidth (GB/s) beside the measured copy bandwidth."))
+            written.append((name, "GEMV weight bandwidth (GB/s) beside the measured np.copyto bandwidth."))
     return written, None
 
 
@@ -134,7 +134,8 @@ def _plot_matvec(plt: Any, section: Section, out_dir: Path, copy_gbs: float) -> 
         ys = [_rate(r, col.key) for r in rows if _rate(r, col.key)]
         ax.bar(xs, ys, width=width, label=col.label, color=COLOURS.get(col.key))
     if copy_gbs and not math.isnan(copy_gbs):
-        ax.axhline(copy_gbs, color="black", linestyle="--", linewidth=0.8, label="copy bandwidth")
+        label = "np.copyto bandwidth (read + write)"
+        ax.axhline(copy_gbs, color="black", linestyle="--", linewidth=0.8, label=label)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r.size for r in rows])
     ax.set_ylabel("GB/s of weights read")

@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     elapsed = time.perf_counter() - started
     given = argv if argv is not None else sys.argv[1:]
-    command = " ".join(["python benchmarks/run.py", *given])
+    command = " ".join(["python benchmarks/run.py", *public_arguments(given)])
     report = render_report(h, sections, machine, settings, command, elapsed, plots, plot_note)
     print(report)
     (args.out_dir / "report.md").write_text(report + "\n", encoding="utf-8")
@@ -225,6 +225,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def public_arguments(argv: list[str]) -> list[str]:
+    """The command line as the report shows it: output locations are this machine's business."""
+    shown, hide_next = [], False
+    for arg in argv:
+        if hide_next:
+            shown.append("PATH")
+            hide_next = False
+        elif arg in ("--json", "--out-dir"):
+            shown.append(arg)
+            hide_next = True
+        elif arg.startswith(("--json=", "--out-dir=")):
+            shown.append(arg.split("=", 1)[0] + "=PATH")
+        else:
+            shown.append(arg)
+    return shown
+
+
 def strict_json(value):
     """Replace inf/nan (not valid JSON) by the strings "inf", "-inf", "nan"."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -238,11 +255,11 @@ def strict_json(value):
 
 def render_report(h, sections, machine, settings, command, elapsed, plots, plot_note) -> str:
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    mode = "quick (CI-sized inputs; timings are not representative)" if settings.quick else "full"
+    mode = "quick mode: CI-sized inputs, timings not representative" if settings.quick else "full mode"
     parts = [
         "# bfloat16_dtype benchmark report",
         "",
-        f"Generated {date} by `{command}` in {elapsed:.0f} s ({mode} mode).",
+        f"Generated {date} by `{command}` in {elapsed:.0f} s ({mode}).",
         "",
         "**How to read the tables.** Times are the median of repeated calls after one warm-up call "
         "(calls slower than a second are timed once). *Speedup vs X* = X's time ÷ bfloat16_dtype's "

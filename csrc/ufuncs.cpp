@@ -21,10 +21,97 @@ namespace kbase {
 }
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define BF16_HAVE_AVX2_BUILD 1
+#include <immintrin.h>
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 namespace kavx2 {
 #include "ufunc_kernels.inc"
+
+/*
+ * Hand-vectorised loop for the arithmetic that dominates elementwise work (+ - * /): the
+ * compiler's version of the generic loop runs at ~1.4 G elements/s, below memory speed.
+ * Same rounding rule as bf16_round_bits_rne, spelled in 8-lane integer ops.
+ */
+static inline __m256 widen8(const char *p)
+{
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline __m128i narrow8(__m256 f, __m256i *ovf)
+{
+    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i quiet = _mm256_set1_epi32(0x40), hinf = _mm256_set1_epi32(0x7f80);
+    const __m256i habs = _mm256_set1_epi32(0x7fff);
+    __m256i u = _mm256_castps_si256(f);
+    __m256i hi = _mm256_srli_epi32(u, 16);
+    __m256i r = _mm256_srli_epi32(
+            _mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16);
+    __m256i absu = _mm256_and_si256(u, absmask);
+    __m256i is_nan = _mm256_cmpgt_epi32(absu, inf);
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), is_nan);
+    __m256i became_inf = _mm256_cmpeq_epi32(_mm256_and_si256(r, habs), hinf);
+    __m256i was_finite = _mm256_cmpgt_epi32(inf, absu);
+    *ovf = _mm256_or_si256(*ovf, _mm256_and_si256(became_inf, was_finite));
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+    return _mm256_castsi256_si128(packed);
+}
+
+struct VAdd { static __m256 v(__m256 a, __m256 b) { return _mm256_add_ps(a, b); } };
+struct VSub { static __m256 v(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); } };
+struct VMul { static __m256 v(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); } };
+struct VDiv { static __m256 v(__m256 a, __m256 b) { return _mm256_div_ps(a, b); } };
+
+template <class V, class Op>
+static int binary_simd(const char *a, const char *b, char *o, npy_intp n)
+{
+    __m256i ovf = _mm256_setzero_si256();
+    npy_intp i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i r0 = narrow8(V::v(widen8(a + 2 * i), widen8(b + 2 * i)), &ovf);
+        __m128i r1 = narrow8(V::v(widen8(a + 2 * i + 16), widen8(b + 2 * i + 16)), &ovf);
+        _mm_storeu_si128((__m128i *)(o + 2 * i), r0);
+        _mm_storeu_si128((__m128i *)(o + 2 * i + 16), r1);
+    }
+    int tail = binary_contig<Op>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+    return tail | !_mm256_testz_si256(ovf, ovf);
+}
+
+/* one operand is a scalar (x * 0.5): `scalar_first` says which side it is on */
+template <class V, class Op>
+static int binary_simd_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o,
+                              npy_intp n)
+{
+    __m256 s = _mm256_set1_ps(bf16_to_f32(scalar));
+    __m256i ovf = _mm256_setzero_si256();
+    npy_intp i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 x0 = widen8(arr + 2 * i), x1 = widen8(arr + 2 * i + 16);
+        __m128i r0 = narrow8(scalar_first ? V::v(s, x0) : V::v(x0, s), &ovf);
+        __m128i r1 = narrow8(scalar_first ? V::v(s, x1) : V::v(x1, s), &ovf);
+        _mm_storeu_si128((__m128i *)(o + 2 * i), r0);
+        _mm_storeu_si128((__m128i *)(o + 2 * i + 16), r1);
+    }
+    int tail = scalar_first ? binary_contig_scalar1<Op>(scalar, arr + 2 * i, o + 2 * i, n - i)
+                            : binary_contig_scalar2<Op>(arr + 2 * i, scalar, o + 2 * i, n - i);
+    return tail | !_mm256_testz_si256(ovf, ovf);
+}
+
+struct VSqrt { static __m256 v(__m256 a) { return _mm256_sqrt_ps(a); } };
+struct VSquare { static __m256 v(__m256 a) { return _mm256_mul_ps(a, a); } };
+
+template <class V, class Op>
+static int unary_simd(const char *a, char *o, npy_intp n)
+{
+    __m256i ovf = _mm256_setzero_si256();
+    npy_intp i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm_storeu_si128((__m128i *)(o + 2 * i), narrow8(V::v(widen8(a + 2 * i)), &ovf));
+    }
+    int tail = unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);
+    return tail | !_mm256_testz_si256(ovf, ovf);
+}
 }
 #pragma GCC pop_options
 #endif
@@ -50,6 +137,76 @@ report_overflow(int ovf)
 
 /* ---- loop adapters (legacy inner-loop signature) --------------------------------------- */
 
+/* Which scalar functors have a hand-vectorised AVX2 twin. */
+template <class Op> struct SimdTwin { static constexpr int id = 0; };
+template <> struct SimdTwin<Add> { static constexpr int id = 1; };
+template <> struct SimdTwin<Subtract> { static constexpr int id = 2; };
+template <> struct SimdTwin<Multiply> { static constexpr int id = 3; };
+template <> struct SimdTwin<Divide> { static constexpr int id = 4; };
+
+template <class Op>
+static int
+contiguous_binary(const char *a, const char *b, char *o, npy_intp n)
+{
+#ifdef BF16_HAVE_AVX2_BUILD
+    /* the vector loop reads a whole block before writing it: exact aliasing (a += b) is fine,
+     * partial overlap is not, so it only runs when the output does not straddle an input */
+    bool overlap = (o != a && o < a + 2 * n && a < o + 2 * n) ||
+                   (o != b && o < b + 2 * n && b < o + 2 * n);
+    if (use_avx2 && !overlap) {
+        switch (SimdTwin<Op>::id) {
+            case 1: return kavx2::binary_simd<kavx2::VAdd, Op>(a, b, o, n);
+            case 2: return kavx2::binary_simd<kavx2::VSub, Op>(a, b, o, n);
+            case 3: return kavx2::binary_simd<kavx2::VMul, Op>(a, b, o, n);
+            case 4: return kavx2::binary_simd<kavx2::VDiv, Op>(a, b, o, n);
+            default: break;
+        }
+    }
+#endif
+    return DISPATCH(binary_contig<Op>(a, b, o, n));
+}
+
+template <class Op>
+static int
+contiguous_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
+{
+#ifdef BF16_HAVE_AVX2_BUILD
+    bool overlap = o != arr && o < arr + 2 * n && arr < o + 2 * n;
+    if (use_avx2 && !overlap) {
+        switch (SimdTwin<Op>::id) {
+            case 1: return kavx2::binary_simd_scalar<kavx2::VAdd, Op>(arr, scalar, scalar_first, o, n);
+            case 2: return kavx2::binary_simd_scalar<kavx2::VSub, Op>(arr, scalar, scalar_first, o, n);
+            case 3: return kavx2::binary_simd_scalar<kavx2::VMul, Op>(arr, scalar, scalar_first, o, n);
+            case 4: return kavx2::binary_simd_scalar<kavx2::VDiv, Op>(arr, scalar, scalar_first, o, n);
+            default: break;
+        }
+    }
+#endif
+    return scalar_first ? DISPATCH(binary_contig_scalar1<Op>(scalar, arr, o, n))
+                        : DISPATCH(binary_contig_scalar2<Op>(arr, scalar, o, n));
+}
+
+template <class Op> struct UnarySimdTwin { static constexpr int id = 0; };
+template <> struct UnarySimdTwin<Sqrt> { static constexpr int id = 1; };
+template <> struct UnarySimdTwin<Square> { static constexpr int id = 2; };
+
+template <class Op>
+static int
+contiguous_unary(const char *a, char *o, npy_intp n)
+{
+#ifdef BF16_HAVE_AVX2_BUILD
+    bool overlap = o != a && o < a + 2 * n && a < o + 2 * n;
+    if (use_avx2 && !overlap) {
+        switch (UnarySimdTwin<Op>::id) {
+            case 1: return kavx2::unary_simd<kavx2::VSqrt, Op>(a, o, n);
+            case 2: return kavx2::unary_simd<kavx2::VSquare, Op>(a, o, n);
+            default: break;
+        }
+    }
+#endif
+    return DISPATCH(unary_contig<Op>(a, o, n));
+}
+
 template <class Op>
 static void
 binary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
@@ -59,13 +216,13 @@ binary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     npy_intp sa = steps[0], sb = steps[1], so = steps[2];
     int ovf = 0;
     if (so == 2 && sa == 2 && sb == 2) {
-        ovf = DISPATCH(binary_contig<Op>(a, b, o, n));
+        ovf = contiguous_binary<Op>(a, b, o, n);
     }
     else if (so == 2 && sa == 2 && sb == 0) {
-        ovf = DISPATCH(binary_contig_scalar2<Op>(a, ld(b), o, n));
+        ovf = contiguous_binary_scalar<Op>(a, ld(b), false, o, n);
     }
     else if (so == 2 && sa == 0 && sb == 2) {
-        ovf = DISPATCH(binary_contig_scalar1<Op>(ld(a), b, o, n));
+        ovf = contiguous_binary_scalar<Op>(b, ld(a), true, o, n);
     }
     else {
         for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
@@ -111,7 +268,7 @@ unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     char *a = args[0], *o = args[1];
     int ovf = 0;
     if (steps[0] == 2 && steps[1] == 2) {
-        ovf = DISPATCH(unary_contig<Op>(a, o, n));
+        ovf = contiguous_unary<Op>(a, o, n);
     }
     else {
         for (npy_intp i = 0; i < n; i++, a += steps[0], o += steps[1]) {
@@ -129,6 +286,10 @@ static void
 unary_bits_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
     char *a = args[0], *o = args[1];
+    if (steps[0] == 2 && steps[1] == 2) {
+        DISPATCH(unary_bits_contig<Op>(a, o, dims[0]));
+        return;
+    }
     for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], o += steps[1]) {
         st(o, Op::bits(ld(a)));
     }
@@ -351,6 +512,9 @@ struct MulAcc {
     }
     static constexpr float identity = 1.0f;
 };
+
+template <> struct SimdTwin<AddAcc> { static constexpr int id = 1; };
+template <> struct SimdTwin<MulAcc> { static constexpr int id = 3; };
 
 static thread_local const void *pending_reduction = nullptr;
 
