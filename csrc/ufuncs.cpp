@@ -10,6 +10,8 @@
 #include "ufunc_ops.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cfenv>
 #include <cstdlib>
 #include <vector>
 
@@ -260,6 +262,70 @@ compare_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     }
 }
 
+/*
+ * Unary functions of one bfloat16 have only 65,536 possible inputs. For large arrays the
+ * result of each input is taken from a table of all of them, built on first use with the very
+ * computation the direct loop does (so results are identical) together with the IEEE flags
+ * each input raises, which the loop raises again so np.errstate sees the same warnings.
+ */
+struct UnaryTable {
+    bf16_t out[65536];
+    uint8_t flags[65536];
+};
+
+enum { FLAG_OVERFLOW = 1, FLAG_INVALID = 2, FLAG_DIVBYZERO = 4, FLAG_UNDERFLOW = 8 };
+
+template <class Op>
+static std::atomic<UnaryTable *> unary_table_slot{nullptr}; /* published once, never freed */
+
+template <class Op>
+static UnaryTable *
+unary_table(bool build)
+{
+    UnaryTable *t = unary_table_slot<Op>.load(std::memory_order_acquire);
+    if (t != nullptr || !build) {
+        return t;
+    }
+    UnaryTable *fresh = (UnaryTable *)malloc(sizeof(UnaryTable));
+    if (fresh == nullptr) {
+        return nullptr;
+    }
+    fenv_t saved;
+    feholdexcept(&saved); /* the caller's pending flags are restored below */
+    for (uint32_t i = 0; i < 65536; i++) {
+        feclearexcept(FE_ALL_EXCEPT);
+        volatile float r = Op::f(bf16_to_f32((bf16_t)i)); /* volatile: computed before the test */
+        int raised = fetestexcept(FE_OVERFLOW | FE_INVALID | FE_DIVBYZERO | FE_UNDERFLOW);
+        float rv = r;
+        bf16_t h = f32_to_bf16(rv);
+        uint8_t fl = (uint8_t)(((raised & FE_OVERFLOW) || bf16_overflowed(rv, h) ? FLAG_OVERFLOW : 0) |
+                               ((raised & FE_INVALID) ? FLAG_INVALID : 0) |
+                               ((raised & FE_DIVBYZERO) ? FLAG_DIVBYZERO : 0) |
+                               ((raised & FE_UNDERFLOW) ? FLAG_UNDERFLOW : 0));
+        fresh->out[i] = h;
+        fresh->flags[i] = fl;
+    }
+    fesetenv(&saved);
+    UnaryTable *expected = nullptr;
+    if (!unary_table_slot<Op>.compare_exchange_strong(expected, fresh,
+                                                      std::memory_order_acq_rel)) {
+        free(fresh); /* another thread published first */
+        return expected;
+    }
+    return fresh;
+}
+
+static void
+raise_table_flags(unsigned fl)
+{
+    int ex = ((fl & FLAG_OVERFLOW) ? FE_OVERFLOW : 0) | ((fl & FLAG_INVALID) ? FE_INVALID : 0) |
+             ((fl & FLAG_DIVBYZERO) ? FE_DIVBYZERO : 0) |
+             ((fl & FLAG_UNDERFLOW) ? FE_UNDERFLOW : 0);
+    if (ex) {
+        feraiseexcept(ex);
+    }
+}
+
 template <class Op>
 static void
 unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
@@ -267,6 +333,18 @@ unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     npy_intp n = dims[0];
     char *a = args[0], *o = args[1];
     int ovf = 0;
+    UnaryTable *table = (UnarySimdTwin<Op>::id == 0 && n >= 64)
+                                ? unary_table<Op>(n >= 32768) : nullptr;
+    if (table != nullptr) {
+        unsigned fl = 0;
+        for (npy_intp i = 0; i < n; i++, a += steps[0], o += steps[1]) {
+            bf16_t x = ld(a);
+            fl |= table->flags[x];
+            st(o, table->out[x]);
+        }
+        raise_table_flags(fl);
+        return;
+    }
     if (steps[0] == 2 && steps[1] == 2) {
         ovf = contiguous_unary<Op>(a, o, n);
     }

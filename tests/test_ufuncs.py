@@ -548,3 +548,34 @@ def test_errstate_raise():
     with np.errstate(all="raise"):  # NaN comparisons are quiet
         nan = np.array([np.nan], BF16)
         assert not (nan < nan)[0] and not np.maximum(nan, 1)[0] == 1
+
+
+@pytest.mark.parametrize("name", [u for u in UNARY_ALL if u not in ("modf", "frexp")])
+def test_large_array_table_path_matches_direct_loop(name, all_values):
+    """Large arrays read unary results from a 65,536-entry table; small calls compute directly.
+    Both paths must give the same bits and raise the same floating-point warnings."""
+    ufunc = getattr(np, name)
+    with np.errstate(all="ignore"):
+        whole = ufunc(all_values)                       # one call: table path
+        pieces = np.concatenate([ufunc(all_values[i:i + 32])  # 32 at a time: direct path
+                                 for i in range(0, 65536, 32)])
+    np.testing.assert_array_equal(whole.view(np.uint16), pieces.view(np.uint16))
+    for i in range(0, 65536, 4096):
+        block = all_values[i:i + 4096]
+        small = np.concatenate([block] * 16)            # >= 32768 elements: table path
+        with np.errstate(all="raise"):
+            try:
+                ufunc(block[:32]); direct = None
+            except FloatingPointError as exc:
+                direct = str(exc)
+            for j in range(32, 4096, 32):
+                if direct is None:
+                    try:
+                        ufunc(block[j:j + 32])
+                    except FloatingPointError as exc:
+                        direct = str(exc)
+            try:
+                ufunc(small); table = None
+            except FloatingPointError as exc:
+                table = str(exc)
+        assert (direct is None) == (table is None), (name, i, direct, table)
