@@ -105,6 +105,19 @@ static inline bf16_t f64_to_bf16(double d)
     return f32_to_bf16(f64_to_f32_round_odd(d));
 }
 
+/* long double -> double with round-to-odd (x87's 64-bit mantissa >= 53 + 2), for one rounding. */
+static inline double ld_to_f64_round_odd(long double v)
+{
+    double d = (double)v;
+    if (isfinite(d) && (long double)d != v) {
+        uint64_t bits = f64_bits(d);
+        if (fabsl((long double)d) > fabsl(v)) bits -= 1;
+        d = f64_from_bits(bits | 1u);
+    }
+    return d;
+}
+static inline bf16_t ld_to_bf16(long double v) { return f64_to_bf16(ld_to_f64_round_odd(v)); }
+
 /* Unsigned 64-bit integer -> double with round-to-odd, so the final rounding happens once. */
 static inline double u64_to_f64_round_odd(uint64_t m)
 {

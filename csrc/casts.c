@@ -71,50 +71,6 @@ float_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
 }
 
 static void
-double_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
-{
-    (void)a; (void)b;
-    int overflow = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        double d = LOAD(double, from, i);
-        bf16_t h = f64_to_bf16(d);
-        overflow |= bf16_isinf(h) && isfinite(d);
-        STORE(bf16_t, to, i, h);
-    }
-    if (overflow) {
-        bf16_raise_overflow();
-    }
-}
-
-static double
-longdouble_round_odd(long double v)
-{
-    double d = (double)v;
-    if (isfinite(d) && (long double)d != v) {
-        uint64_t bits = f64_bits(d);
-        if (fabsl((long double)d) > fabsl(v)) bits -= 1;
-        d = f64_from_bits(bits | 1u);
-    }
-    return d;
-}
-
-static void
-longdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
-{
-    (void)a; (void)b;
-    int overflow = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        long double v = LOAD(long double, from, i);
-        bf16_t h = f64_to_bf16(longdouble_round_odd(v));
-        overflow |= bf16_isinf(h) && isfinite(v);
-        STORE(bf16_t, to, i, h);
-    }
-    if (overflow) {
-        bf16_raise_overflow();
-    }
-}
-
-static void
 warn_complex(void)
 {
     if (complex_warning != NULL) {
@@ -125,58 +81,29 @@ warn_complex(void)
     }
 }
 
-/* complex -> bfloat16 keeps the real part (with numpy's ComplexWarning) and, like the real
- * casts, reports overflow of a finite value to inf. */
-static void
-cfloat_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
-{
-    (void)a; (void)b;
-    warn_complex();
-    int overflow = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        float f = LOAD(float, from, 2 * i);
-        bf16_t h = f32_to_bf16(f);
-        overflow |= bf16_overflowed(f, h);
-        STORE(bf16_t, to, i, h);
+/*
+ * Wider floats and complex numbers round once to bfloat16 and report overflow of a finite
+ * value to inf. STEP 2 reads the real part of a complex pair (numpy's ComplexWarning first).
+ */
+#define WIDE_TO_BF16(NAME, T, STEP, ROUND, IS_COMPLEX)                                 \
+    static void NAME##_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)     \
+    {                                                                                  \
+        (void)a; (void)b;                                                              \
+        if (IS_COMPLEX) warn_complex();                                                \
+        int overflow = 0;                                                              \
+        for (npy_intp i = 0; i < n; i++) {                                             \
+            T v = LOAD(T, from, (STEP) * i);                                           \
+            bf16_t h = ROUND(v);                                                       \
+            overflow |= bf16_isinf(h) && isfinite(v);                                  \
+            STORE(bf16_t, to, i, h);                                                   \
+        }                                                                              \
+        if (overflow) bf16_raise_overflow();                                           \
     }
-    if (overflow) {
-        bf16_raise_overflow();
-    }
-}
-
-static void
-cdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
-{
-    (void)a; (void)b;
-    warn_complex();
-    int overflow = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        double d = LOAD(double, from, 2 * i);
-        bf16_t h = f64_to_bf16(d);
-        overflow |= bf16_isinf(h) && isfinite(d);
-        STORE(bf16_t, to, i, h);
-    }
-    if (overflow) {
-        bf16_raise_overflow();
-    }
-}
-
-static void
-clongdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
-{
-    (void)a; (void)b;
-    warn_complex();
-    int overflow = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        long double v = LOAD(long double, from, 2 * i);
-        bf16_t h = f64_to_bf16(longdouble_round_odd(v));
-        overflow |= bf16_isinf(h) && isfinite(v);
-        STORE(bf16_t, to, i, h);
-    }
-    if (overflow) {
-        bf16_raise_overflow();
-    }
-}
+WIDE_TO_BF16(double, double, 1, f64_to_bf16, 0)
+WIDE_TO_BF16(longdouble, long double, 1, ld_to_bf16, 0)
+WIDE_TO_BF16(cfloat, float, 2, f32_to_bf16, 1)
+WIDE_TO_BF16(cdouble, double, 2, f64_to_bf16, 1)
+WIDE_TO_BF16(clongdouble, long double, 2, ld_to_bf16, 1)
 
 static void
 object_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)

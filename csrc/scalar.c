@@ -89,6 +89,19 @@ bf16_from_pylong(PyObject *obj, bf16_t *out)
     return 0;
 }
 
+/* Objects with __index__ (numpy integers, ...) convert exactly through a Python int. */
+static int
+bf16_from_index(PyObject *obj, bf16_t *out)
+{
+    PyObject *as_int = PyNumber_Index(obj);
+    if (as_int == NULL) {
+        return -1;
+    }
+    int r = bf16_from_pylong(as_int, out);
+    Py_DECREF(as_int);
+    return r;
+}
+
 int
 bf16_from_object(PyObject *obj, bf16_t *out)
 {
@@ -124,25 +137,11 @@ bf16_from_object(PyObject *obj, bf16_t *out)
         return 0;
     }
     if (PyArray_IsScalar(obj, LongDouble)) {
-        long double v = ((PyLongDoubleScalarObject *)obj)->obval;
-        /* round-to-odd to double keeps the final rounding single (64-bit mantissa >= 53) */
-        double d = (double)v;
-        if (!isnan(d) && isfinite(d) && (long double)d != v) {
-            uint64_t b = f64_bits(d);
-            if (fabsl((long double)d) > fabsl(v)) b -= 1;
-            d = f64_from_bits(b | 1u);
-        }
-        *out = f64_to_bf16(d);
+        *out = ld_to_bf16(((PyLongDoubleScalarObject *)obj)->obval);
         return 0;
     }
     if (PyArray_IsScalar(obj, Integer)) {
-        PyObject *as_int = PyNumber_Index(obj);
-        if (as_int == NULL) {
-            return -1;
-        }
-        int r = bf16_from_pylong(as_int, out);
-        Py_DECREF(as_int);
-        return r;
+        return bf16_from_index(obj, out);
     }
     if (PyArray_IsScalar(obj, Floating)) { /* float64 and other floating scalars */
         double d = PyFloat_AsDouble(obj);
@@ -184,13 +183,7 @@ bf16_from_object(PyObject *obj, bf16_t *out)
     }
     /* Anything with __float__ / __index__ (e.g. fractions.Fraction, decimal.Decimal). */
     if (PyIndex_Check(obj)) {
-        PyObject *as_int = PyNumber_Index(obj);
-        if (as_int == NULL) {
-            return -1;
-        }
-        int r = bf16_from_pylong(as_int, out);
-        Py_DECREF(as_int);
-        return r;
+        return bf16_from_index(obj, out);
     }
     PyObject *f = PyNumber_Float(obj);
     if (f == NULL) {

@@ -129,6 +129,15 @@ static bool use_avx2 = false; /* decided once at import, read-only afterwards */
 static inline bf16_t ld(const char *p) { bf16_t h; memcpy(&h, p, 2); return h; }
 static inline void st(char *p, bf16_t h) { memcpy(p, &h, 2); }
 
+/* Strided paths: round once and note a finite value that became inf. */
+static inline void
+store_rounded(char *o, float r, int *ovf)
+{
+    bf16_t h = f32_to_bf16(r);
+    *ovf |= bf16_overflowed(r, h);
+    st(o, h);
+}
+
 static inline void
 report_overflow(int ovf)
 {
@@ -228,10 +237,7 @@ binary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     }
     else {
         for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
-            float r = Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b)));
-            bf16_t h = f32_to_bf16(r);
-            ovf |= bf16_overflowed(r, h);
-            st(o, h);
+            store_rounded(o, Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b))), &ovf);
         }
     }
     report_overflow(ovf);
@@ -350,10 +356,7 @@ unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     }
     else {
         for (npy_intp i = 0; i < n; i++, a += steps[0], o += steps[1]) {
-            float r = Op::f(bf16_to_f32(ld(a)));
-            bf16_t h = f32_to_bf16(r);
-            ovf |= bf16_overflowed(r, h);
-            st(o, h);
+            store_rounded(o, Op::f(bf16_to_f32(ld(a))), &ovf);
         }
     }
     report_overflow(ovf);
