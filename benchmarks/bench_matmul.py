@@ -3,22 +3,45 @@
 Our package is measured twice: ``bfloat16_dtype.matmul(a, b)`` (the mixed-precision kernel)
 and the ``a @ b`` operator on bfloat16 arrays. float32 ``@`` is numpy's BLAS (sgemm/sgemv).
 Contenders whose estimated time per call exceeds the run's limit are skipped with the estimate.
+
+Besides the size sweeps, the ``matmul`` area times GEMM at one and two threads and measures the
+extra memory one call needs (in a child process: ``python bench_matmul.py --memory-child N``
+prints the figures as JSON); the ``matvec`` area adds W @ V with a few columns in V (batched
+decoding).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Any, Callable
+import gc
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, ContextManager
 
 import numpy as np
 
-from _harness import OURS, Cell, Column, Context, Row, Section, Skip, measure, run_cell
+from _harness import OURS, Cell, Column, Context, Row, Section, Skip, format_bytes, measure, run_cell
 
-FULL_SQUARE = [256, 512, 1024, 2048]
+HERE = Path(__file__).resolve().parent
+
+FULL_SQUARE = [16, 64, 256, 512, 1024, 2048]  # n = 16 and 64 measure the cost of a call
 FULL_EXTRA = [(4096, 1024, 4096)]  # (m, k, n): 4096×1024 @ 1024×4096
-QUICK_SQUARE = [64, 128]
+QUICK_SQUARE = [16, 64, 128]
 FULL_MATVEC = [(8192, 8192), (16384, 4096)]
 QUICK_MATVEC = [(512, 512), (1024, 256)]
+FULL_THREADED = [1024, 2048]  # n of the n×n GEMMs timed at each thread count
+QUICK_THREADED = [128]
+THREAD_COUNTS = (1, 2)
+FULL_BATCHED = (8192, 8192)  # W of W @ V
+QUICK_BATCHED = (1024, 1024)
+BATCH_COLUMNS = [1, 2, 4, 8, 16]  # columns of V: sequences decoded together
+FULL_MEMORY = 8192  # n of the n×n operands whose matmul's extra memory is measured
+QUICK_MEMORY = 1024
+MEMORY_SLACK = 16 * 2**20  # allocator and page granularity on top of the kernel's stated bound
 
 
 @dataclasses.dataclass
@@ -79,6 +102,7 @@ def _row(
     work_of: Callable[[Variant], float],
     rate_work_of: Callable[[Variant], float],
     memory: _RateMemory,
+    limit: Callable[[Variant], ContextManager[Any]] = lambda v: contextlib.nullcontext(),
 ) -> Row:
     cells: dict[str, Cell] = {}
     for v in vs:
@@ -90,7 +114,8 @@ def _row(
         def one(v: Variant = v, c: Any = c) -> Cell:
             memory.check(v.key, work_of(v))
             a, b = make_inputs(c)
-            t = measure(lambda: v.call(a, b), ctx.settings)
+            with limit(v):  # around warm-up and repeats: entering it can cost more than a call
+                t = measure(lambda: v.call(a, b), ctx.settings)
             memory.record(v.key, work_of(v), t.seconds)
             return Cell.timing(t, rate_work_of(v) / t.seconds / 1e9, section.rate_unit)
 
@@ -125,7 +150,8 @@ def build_matmul(ctx: Context) -> Section:
             "Time per call and GFLOP/s (2·m·k·n / time). Ours: `bfloat16_dtype.matmul(a, b)` on "
             "bfloat16 arrays (bfloat16 products, float32 accumulation) and the `a @ b` operator; "
             "float32 is numpy's BLAS sgemm; float16 and ml_dtypes use numpy's `@` on their dtype; "
-            "torch uses `torch.matmul` on CPU bfloat16 tensors. "
+            "torch uses `torch.matmul` on CPU bfloat16 tensors. The n = 16 and n = 64 rows show "
+            "the fixed cost of a call more than arithmetic speed. "
             "Speedup compares `bfloat16_dtype.matmul`: their time ÷ our time; above 1 means "
             "bfloat16_dtype is faster. A contender is skipped at a size where its previous rate "
             "predicts a call slower than the run's limit."
@@ -198,4 +224,394 @@ def build_matvec(ctx: Context) -> Section:
     return section
 
 
-AREAS = {"matmul": build_matmul, "matvec": build_matvec}
+# --------------------------------------------------------------------------------------------
+# GEMM at a fixed thread count
+# --------------------------------------------------------------------------------------------
+
+
+class _Unavailable:
+    """Stands in for a contender whose column cannot be measured in a section."""
+
+    available = False
+
+    def __init__(self, key: str, status: str):
+        self.key, self.status = key, status
+
+
+def _threadpoolctl() -> Any:
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    return threadpoolctl
+
+
+@contextlib.contextmanager
+def _threads(v: Variant, n: int):
+    """Run the enclosed calls of column ``v`` on ``n`` threads (ours, BLAS, torch)."""
+    c = v.contender
+    if c.key == OURS:
+        with c.module.num_threads(n):
+            yield
+    elif c.key == "float32":
+        with _threadpoolctl().threadpool_limits(limits=n, user_api="blas"):
+            yield
+    elif c.key == "torch":
+        before = c.torch.get_num_threads()
+        c.torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            c.torch.set_num_threads(before)
+    else:
+        raise ValueError(f"no thread control for {c.key}")
+
+
+def build_matmul_threads(ctx: Context) -> Section:
+    vs = [v for v in variants(ctx) if v.key in (OURS, "ours_operator", "float32", "torch")]
+    if _threadpoolctl() is None:
+        vs = [
+            dataclasses.replace(v, contender=_Unavailable(v.key, "threadpoolctl not installed"))
+            if v.key == "float32"
+            else v
+            for v in vs
+        ]
+    section = Section(
+        key="matmul_threads",
+        title="Matrix multiplication by thread count",
+        note=(
+            "Square GEMM with every library held to the same number of threads: ours through "
+            "`bfloat16_dtype.num_threads(n)`, numpy's BLAS through `threadpoolctl.threadpool_limits(n)` "
+            "(the float32 column reads *threadpoolctl not installed* without it), torch through "
+            "`torch.set_num_threads(n)`. Time per call and GFLOP/s (2·n³ / time); speedup is at the "
+            "same thread count. float16 (numpy's own loop) and ml_dtypes are left out: see the "
+            "GEMM table for them at the default thread count."
+        ),
+        columns=_columns(vs),
+        ratio_columns=[Column(v.key, v.label) for v in vs if v.key in ("float32", "torch")],
+        rate_unit="GFLOP/s",
+    )
+    sizes = ctx.settings.pick_sizes(FULL_THREADED, QUICK_THREADED)
+    memories = {t: _RateMemory(ctx.settings.max_call) for t in THREAD_COUNTS}
+    for n in sizes:
+        flops = 2.0 * n**3
+
+        def inputs(c, n=n):
+            a = ctx.rng(1, n, n).standard_normal((n, n), dtype=np.float32)
+            b = ctx.rng(2, n, n).standard_normal((n, n), dtype=np.float32)
+            return c.from_f32(a), c.from_f32(b)
+
+        for t in THREAD_COUNTS:
+            operation = f"a @ b, {t} thread{'s' if t > 1 else ''}"
+            section.add(
+                f"{operation} n={n}",
+                lambda n=n, t=t, operation=operation, inputs=inputs, flops=flops: _row(
+                    ctx,
+                    section,
+                    vs,
+                    operation,
+                    f"n={n}",
+                    inputs,
+                    lambda v: flops,
+                    lambda v: flops,
+                    memories[t],
+                    limit=lambda v, t=t: _threads(v, t),
+                ),
+            )
+    return section
+
+
+# --------------------------------------------------------------------------------------------
+# Batched GEMV: W @ V with a few columns in V
+# --------------------------------------------------------------------------------------------
+
+
+class _Weights:
+    """One weight matrix in each contender's format, kept across a section's rows (it is big)."""
+
+    def __init__(self, ctx: Context, m: int, k: int):
+        self.ctx, self.shape = ctx, (m, k)
+        self.source: np.ndarray | None = None
+        self.converted: dict[str, Any] = {}
+
+    def get(self, c: Any) -> Any:
+        if c.key not in self.converted:
+            if self.source is None:
+                self.source = self.ctx.rng(3, *self.shape).standard_normal(self.shape, dtype=np.float32)
+            self.converted[c.key] = c.from_f32(self.source)
+        return self.converted[c.key]
+
+    def release(self) -> None:
+        self.source, self.converted = None, {}
+
+
+def build_matvec_batched(ctx: Context) -> Section:
+    vs = variants(ctx)
+    section = Section(
+        key="matvec_batched",
+        title="Batched matrix-vector products (W @ V, several decode streams)",
+        note=(
+            "Time per call of W @ V with W of shape m×k and V of shape k×c in the contender's dtype: "
+            "decoding c sequences together reads the weights once for all of them. GB/s counts the "
+            "weight traffic (W.nbytes / time). float32 is numpy's BLAS. Speedup compares "
+            "`bfloat16_dtype.matmul`: their time ÷ our time. A contender is skipped where its "
+            "previous rate predicts a call slower than the run's limit."
+        ),
+        columns=_columns(vs),
+        ratio_columns=[Column(v.key, v.label) for v in vs if v.key in ("float32", "ml_dtypes", "torch")],
+        rate_unit="GB/s",
+    )
+    if ctx.settings.sizes:
+        shapes = [(s, s) for s in ctx.settings.sizes]
+    else:
+        shapes = [QUICK_BATCHED if ctx.settings.quick else FULL_BATCHED]
+    for m, k in shapes:
+        weights = _Weights(ctx, m, k)
+        memory = _RateMemory(ctx.settings.max_call)  # rates in flop/s: time grows with c
+        for cols in BATCH_COLUMNS:
+            size = f"{m}×{k} @ {k}×{cols}"
+
+            def inputs(c, k=k, cols=cols, weights=weights):
+                v = ctx.rng(4, k, cols).standard_normal((k, cols), dtype=np.float32)
+                return weights.get(c), c.from_f32(v)
+
+            def weight_bytes(v, m=m, k=k):
+                return m * k * v.contender.itemsize()
+
+            def flops(v, m=m, k=k, cols=cols):
+                return 2.0 * m * k * cols
+
+            def row(size=size, inputs=inputs, flops=flops, weight_bytes=weight_bytes, weights=weights,
+                    last=cols == BATCH_COLUMNS[-1]):
+                try:
+                    return _row(ctx, section, vs, "W @ V", size, inputs, flops, weight_bytes, memory)
+                finally:
+                    if last:  # the big matrices are not needed after the last row
+                        weights.release()
+
+            section.add(f"W @ V {size}", row)
+    return section
+
+
+# --------------------------------------------------------------------------------------------
+# Extra memory of one call
+# --------------------------------------------------------------------------------------------
+
+MEMORY_COLUMNS = [
+    Column("inputs", "inputs"),
+    Column("output", "output"),
+    Column("measured", "measured extra peak"),
+    Column("bound", "kernel's stated bound"),
+    Column("widened", "float32 copies of operands"),
+    Column("check", "check"),
+]
+MEMORY_CALLS = ("W @ x", "a @ b")  # in the order the child measures them
+
+
+def _filled(shape: tuple[int, ...], dtype: np.dtype, salt: int) -> np.ndarray:
+    """A random array of ``dtype`` built 64 kB at a time, so no large temporary raises the peak."""
+    out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1)
+    rng = np.random.default_rng(salt)
+    step = 16384
+    for i in range(0, flat.size, step):
+        flat[i : i + step] = rng.standard_normal(min(step, flat.size - i), dtype=np.float32)
+    return out
+
+
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (VmRSS: resident now, VmHWM: peak)."""
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # reported in kB
+    raise OSError(f"no {field} in /proc/self/status")
+
+
+def _memory_child(n: int) -> list[dict[str, Any]]:
+    """Build bfloat16 operands, then for W @ x and then a @ b: resident memory before the call,
+    the peak after it, the output's size, the kernel's bound and numpy's traced peak.
+
+    The peak is VmHWM, the high-water mark of this process's own address space, which starts
+    afresh at exec. (``getrusage`` ru_maxrss would not do: it keeps the parent's peak across
+    fork + exec, so a child of a big benchmark process starts with the parent's figure.) The
+    mark cannot be reset, so the GEMV goes first: its small peak leaves the mark where the GEMM
+    starts."""
+    import tracemalloc
+
+    import bfloat16_dtype
+
+    bf16 = np.dtype(bfloat16_dtype.bfloat16)
+    a, b, x = _filled((n, n), bf16, 1), _filled((n, n), bf16, 2), _filled((n,), bf16, 3)
+    small = _filled((64, 64), bf16, 4)
+    bfloat16_dtype.matmul(small, small)  # start the threads before anything is measured
+    bfloat16_dtype.matmul(small, small[0])
+    results = []
+    for name, rhs, (m_, n_, k_) in zip(MEMORY_CALLS, (x, b), ((n, 1, n), (n, n, n))):
+        gc.collect()
+        tracemalloc.start()
+        traced_before = tracemalloc.get_traced_memory()[0]
+        rss_before, peak_before = _status_bytes("VmRSS"), _status_bytes("VmHWM")
+        start = time.perf_counter()
+        result = bfloat16_dtype.matmul(a, rhs)
+        seconds = time.perf_counter() - start
+        peak_after = _status_bytes("VmHWM")
+        traced_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        results.append(
+            {
+                "call": name,
+                "m": m_,
+                "n": n_,
+                "k": k_,
+                "inputs": a.nbytes + rhs.nbytes,
+                "output": result.nbytes,
+                "output_dtype": str(result.dtype),
+                "rss_before": rss_before,
+                "peak_before": peak_before,
+                "peak_after": peak_after,
+                "traced_extra": traced_peak - traced_before - result.nbytes,
+                "bound": int(bfloat16_dtype._ext._workspace_bytes(m_, n_, k_)),
+                "threads": bfloat16_dtype.get_num_threads(),
+                "seconds": seconds,
+            }
+        )
+        del result
+    return results
+
+
+def _run_memory_child(n: int, timeout: float) -> list[dict[str, Any]]:
+    from _preflight import _describe_exit
+
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--memory-child", str(n)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=HERE,
+        )
+    except subprocess.TimeoutExpired:
+        raise Skip(f"did not finish within {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [""])[-1]
+        detail = f": {last}" if last else ""
+        raise RuntimeError(f"child process {_describe_exit(proc.returncode)}{detail}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _memory_labels(call: str, n: int) -> tuple[str, str]:
+    """(operation, size) of a memory row: W @ x multiplies n×n by a vector, a @ b two n×n."""
+    if call == "W @ x":
+        return "bfloat16_dtype.matmul(W, x)", f"{n}×{n} @ {n}"
+    return "bfloat16_dtype.matmul(a, b)", f"{n}×{n} @ {n}×{n}"
+
+
+def _memory_row(figures: dict[str, Any]) -> Row:
+    m, n, k = figures["m"], figures["n"], figures["k"]
+    operation, size = _memory_labels(figures["call"], m)
+    extra = max(0, figures["peak_after"] - figures["rss_before"] - figures["output"])
+    widened = 4 * (m * k + k * n)  # what converting both operands to float32 first would hold
+    bound = figures["bound"]
+    problems = []
+    if extra >= widened:
+        problems.append(f"{format_bytes(extra)} is not below the float32 copies ({format_bytes(widened)})")
+    if extra > bound + MEMORY_SLACK:
+        limit = format_bytes(bound + MEMORY_SLACK)
+        problems.append(f"{format_bytes(extra)} exceeds the stated bound + 16 MiB ({limit})")
+    check = Cell("passed", status="ok") if not problems else Cell(
+        "FAILED: " + "; ".join(problems), status="error", message="; ".join(problems)
+    )
+    cells = {
+        "inputs": Cell.number(figures["inputs"], format_bytes(figures["inputs"])),
+        "output": Cell.number(
+            figures["output"], f"{format_bytes(figures['output'])} ({figures['output_dtype']})"
+        ),
+        "measured": Cell.number(extra, format_bytes(extra)),
+        "bound": Cell.number(bound, format_bytes(bound)),
+        "widened": Cell.number(widened, format_bytes(widened)),
+        "check": check,
+    }
+    stale = figures["peak_before"] - figures["rss_before"]
+    note = (
+        f"{figures['threads']} kernel thread(s), {figures['seconds']:.3g} s for the call; numpy/Python "
+        f"allocations besides the output (tracemalloc): {format_bytes(max(0, figures['traced_extra']))}"
+    )
+    if stale > 0:
+        note += f"; the peak was already {format_bytes(stale)} above resident memory before the call"
+    return Row(operation, size, cells, note=note)
+
+
+def build_matmul_memory(ctx: Context) -> Section:
+    section = Section(
+        key="matmul_memory",
+        title="Extra memory of one matmul call",
+        note=(
+            "What one `bfloat16_dtype.matmul` call needs beyond its inputs and output, measured in a "
+            "fresh child process on bfloat16 operands: the process's peak resident memory after the "
+            "call (VmHWM) minus its resident memory before it (VmRSS) minus the output's size (an "
+            "upper bound: it counts anything else the process touched). Beside it: the kernel's own "
+            "bound (`bfloat16_dtype._ext._workspace_bytes(M, N, K)` at this thread count) and what "
+            "float32 copies of both operands take, the least a widen-then-sgemm implementation "
+            "holds. The check requires the measured extra below the float32 copies and within the "
+            "bound plus 16 MiB for allocator and page granularity."
+        ),
+        columns=MEMORY_COLUMNS,
+    )
+    ours = ctx.contender(OURS)
+    sizes = ctx.settings.pick_sizes([FULL_MEMORY], [QUICK_MEMORY])
+    timeout = 30.0 if ctx.settings.quick else 180.0
+    for n in sizes:
+        rows: list[Row] = []  # one child measures both calls; the two tasks take its rows in turn
+
+        def unmeasured(call: str, cell: Cell, n: int = n) -> Row:
+            """The arithmetic columns, with ``cell`` where the measurement would be."""
+            cols = 1 if call == "W @ x" else n
+            inputs, output, widened = 2 * (n * n + n * cols), 2 * n * cols, 4 * (n * n + n * cols)
+            cells = {
+                "inputs": Cell.number(inputs, format_bytes(inputs)),
+                "output": Cell.number(output, format_bytes(output)),
+                "measured": cell,
+                "bound": cell,
+                "widened": Cell.number(widened, format_bytes(widened)),
+                "check": cell,
+            }
+            return Row(*_memory_labels(call, n), cells)
+
+        def measured(index: int, n: int = n, rows: list[Row] = rows) -> Row:
+            if not rows:
+                if not ours.available:
+                    rows.extend(unmeasured(call, Cell.missing(ours.status)) for call in MEMORY_CALLS)
+                elif not sys.platform.startswith("linux"):
+                    skipped = Cell.skipped("needs Linux: /proc/self/status")
+                    rows.extend(unmeasured(call, skipped) for call in MEMORY_CALLS)
+                else:
+                    try:
+                        rows.extend(_memory_row(f) for f in _run_memory_child(n, timeout))
+                    except Skip as exc:
+                        rows.extend(unmeasured(call, Cell.skipped(str(exc))) for call in MEMORY_CALLS)
+                    except Exception as exc:  # noqa: BLE001 -- reported in the rows, not raised
+                        rows.extend(unmeasured(call, Cell.error(exc)) for call in MEMORY_CALLS)
+            return rows[index]
+
+        for index, call in enumerate(MEMORY_CALLS):
+            section.add(f"extra memory {call}, n={n}", lambda i=index, measured=measured: measured(i))
+    return section
+
+
+def build_matmul_area(ctx: Context) -> list[Section]:
+    return [build_matmul(ctx), build_matmul_threads(ctx), build_matmul_memory(ctx)]
+
+
+def build_matvec_area(ctx: Context) -> list[Section]:
+    return [build_matvec(ctx), build_matvec_batched(ctx)]
+
+
+AREAS = {"matmul": build_matmul_area, "matvec": build_matvec_area}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--memory-child"] and len(sys.argv) == 3:
+        print(json.dumps(_memory_child(int(sys.argv[2]))))
+    else:
+        sys.exit("usage: python bench_matmul.py --memory-child N")

@@ -24,7 +24,10 @@ SECTION_TITLES = {
     "reductions": "## Reductions",
     "sort": "## Sorting",
     "matmul": "## Matrix multiplication (GEMM)",
+    "matmul_threads": "## Matrix multiplication by thread count",
+    "matmul_memory": "## Extra memory of one matmul call",
     "matvec": "## Matrix-vector products",
+    "matvec_batched": "## Batched matrix-vector products",
 }
 SPEED_SECTIONS = {"convert", "elementwise", "reductions", "sort", "matmul", "matvec"}
 CONTENDERS = {"ours", "float32", "float16", "ml_dtypes", "torch"}
@@ -126,6 +129,39 @@ def test_accuracy_values_are_sane(quick_run):
     bytes_row = sections["memory"]["rows"][0]
     assert bytes_row["cells"]["float32"]["value"] == 4
     assert bytes_row["cells"]["float16"]["value"] == 2
+
+
+def test_matmul_extras_small_sizes_threads_batches_and_memory(quick_run):
+    _, report, data, _ = quick_run
+    sections = {s["key"]: s for s in data["sections"]}
+    sizes = {r["size"] for r in sections["matmul"]["rows"]}
+    assert {"n=16", "n=64"} <= sizes  # call overhead rows
+    threads = sections["matmul_threads"]
+    assert [c["key"] for c in threads["columns"]] == ["ours", "ours_operator", "float32", "torch"]
+    assert {r["operation"] for r in threads["rows"]} == {"a @ b, 1 thread", "a @ b, 2 threads"}
+    for row in threads["rows"]:
+        assert row["cells"]["ours"]["status"] == "ok"
+        expected = "ok" if importlib.util.find_spec("threadpoolctl") else "not installed"
+        assert row["cells"]["float32"]["status"] == expected
+        assert "float32" in row["speedup"]
+    batched = sections["matvec_batched"]
+    assert [r["size"].rsplit("×", 1)[1] for r in batched["rows"]] == ["1", "2", "4", "8", "16"]
+    assert batched["speedup_columns"] == ["float32", "ml_dtypes", "torch"]
+    assert all(r["cells"]["float32"]["status"] == "ok" for r in batched["rows"])
+    memory = sections["matmul_memory"]
+    assert [r["operation"] for r in memory["rows"]] == [
+        "bfloat16_dtype.matmul(W, x)",
+        "bfloat16_dtype.matmul(a, b)",
+    ]
+    for row in memory["rows"]:
+        cells = row["cells"]
+        assert cells["widened"]["value"] == 2 * cells["inputs"]["value"]  # float32 copies
+        if not sys.platform.startswith("linux"):
+            assert cells["check"]["status"] == "skipped"
+            continue
+        assert cells["check"]["text"] == "passed", cells["check"]["text"]
+        assert 0 <= cells["measured"]["value"] <= cells["bound"]["value"] + 16 * 2**20
+    assert "FAILED" not in report
 
 
 def test_plots_written_when_matplotlib_present(quick_run):
