@@ -462,6 +462,112 @@ static PyGetSetDef bf16_scalar_getset[] = {
     {"bits", bf16_scalar_bits_get, NULL, "The raw 16-bit pattern as an int.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
+/* ---- fast scalar arithmetic ------------------------------------------------------------- */
+/*
+ * np.generic's arithmetic builds 0-d arrays and runs a ufunc (~1.5 us). For the common cases,
+ * bfloat16 with bfloat16 or with a Python int/float/bool (weak, NEP 50: converted to bfloat16
+ * first), the result is computed here directly in float32 and rounded once — the same
+ * arithmetic as the ufunc loops. Anything else, and any result that is not finite (so numpy's
+ * overflow / invalid / divide warnings stay exactly as they are), goes the generic way.
+ */
+static PyNumberMethods generic_number; /* np.floating's methods, copied once at init */
+static richcmpfunc generic_richcompare;
+
+static int
+fast_operand(PyObject *o, float *out)
+{
+    if (PyBFloat16_Check(o)) {
+        *out = bf16_to_f32(((PyBFloat16Object *)o)->value);
+        return 1;
+    }
+    if (PyFloat_CheckExact(o)) {
+        double d = PyFloat_AS_DOUBLE(o);
+        bf16_t h = f64_to_bf16(d);
+        if (bf16_isinf(h) && isfinite(d)) {
+            return 0; /* out of range: let numpy decide what to say */
+        }
+        *out = bf16_to_f32(h);
+        return 1;
+    }
+    if (PyBool_Check(o)) {
+        *out = (o == Py_True) ? 1.0f : 0.0f;
+        return 1;
+    }
+    if (PyLong_CheckExact(o)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        *out = bf16_to_f32(i64_to_bf16((int64_t)v));
+        return 1;
+    }
+    return 0;
+}
+
+static int
+fast_pair(PyObject *a, PyObject *b, float *x, float *y)
+{
+    return (PyBFloat16_Check(a) || PyBFloat16_Check(b)) && fast_operand(a, x) &&
+           fast_operand(b, y);
+}
+
+#define FAST_BINOP(NAME, EXPR)                                                         \
+    static PyObject *bf16_nb_##NAME(PyObject *a, PyObject *b)                          \
+    {                                                                                  \
+        float x, y;                                                                    \
+        if (fast_pair(a, b, &x, &y)) {                                                 \
+            float r = (EXPR);                                                          \
+            bf16_t h = f32_to_bf16(r);                                                 \
+            if (bf16_isfinite(h)) {                                                    \
+                return bf16_scalar_from_bits(h);                                       \
+            }                                                                          \
+        }                                                                              \
+        return generic_number.nb_##NAME(a, b);                                         \
+    }
+FAST_BINOP(add, x + y)
+FAST_BINOP(subtract, x - y)
+FAST_BINOP(multiply, x * y)
+FAST_BINOP(true_divide, x / y)
+
+static PyObject *
+bf16_nb_negative(PyObject *a)
+{
+    return bf16_scalar_from_bits((bf16_t)(((PyBFloat16Object *)a)->value ^ BF16_SIGN));
+}
+
+static PyObject *
+bf16_nb_positive(PyObject *a)
+{
+    return bf16_scalar_from_bits(((PyBFloat16Object *)a)->value);
+}
+
+static PyObject *
+bf16_nb_absolute(PyObject *a)
+{
+    return bf16_scalar_from_bits((bf16_t)(((PyBFloat16Object *)a)->value & BF16_ABS));
+}
+
+static PyObject *
+bf16_richcompare(PyObject *a, PyObject *b, int op)
+{
+    float x, y;
+    if (fast_pair(a, b, &x, &y)) {
+        int r;
+        switch (op) {
+            case Py_LT: r = x < y; break;
+            case Py_LE: r = x <= y; break;
+            case Py_EQ: r = x == y; break;
+            case Py_NE: r = x != y; break;
+            case Py_GT: r = x > y; break;
+            default: r = x >= y; break;
+        }
+        PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
+    }
+    return generic_richcompare(a, b, op);
+}
+
 static PyNumberMethods bf16_scalar_as_number;
 
 PyTypeObject PyBFloat16_Type = {
@@ -505,14 +611,23 @@ int
 init_scalar(PyObject *module)
 {
     /* Inherit np.generic's arithmetic (ufunc-based) and override the conversions. */
-    bf16_scalar_as_number = *PyFloatingArrType_Type.tp_as_number;
+    generic_number = *PyFloatingArrType_Type.tp_as_number;
+    generic_richcompare = PyGenericArrType_Type.tp_richcompare;
+    bf16_scalar_as_number = generic_number;
+    bf16_scalar_as_number.nb_add = bf16_nb_add;
+    bf16_scalar_as_number.nb_subtract = bf16_nb_subtract;
+    bf16_scalar_as_number.nb_multiply = bf16_nb_multiply;
+    bf16_scalar_as_number.nb_true_divide = bf16_nb_true_divide;
+    bf16_scalar_as_number.nb_negative = bf16_nb_negative;
+    bf16_scalar_as_number.nb_positive = bf16_nb_positive;
+    bf16_scalar_as_number.nb_absolute = bf16_nb_absolute;
     bf16_scalar_as_number.nb_float = bf16_scalar_float;
     bf16_scalar_as_number.nb_int = bf16_scalar_int;
     bf16_scalar_as_number.nb_bool = bf16_scalar_bool;
     bf16_scalar_as_number.nb_index = NULL;
     PyBFloat16_Type.tp_base = &PyFloatingArrType_Type;
-    /* defining tp_hash stops CPython inheriting tp_richcompare: take np.generic's (ufuncs) */
-    PyBFloat16_Type.tp_richcompare = PyGenericArrType_Type.tp_richcompare;
+    /* defining tp_hash stops CPython inheriting tp_richcompare: ours falls back to np.generic's */
+    PyBFloat16_Type.tp_richcompare = bf16_richcompare;
     if (PyType_Ready(&PyBFloat16_Type) < 0) {
         return -1;
     }

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 import pickle
 from fractions import Fraction
 
@@ -357,3 +358,52 @@ def test_pickle_arrays_bit_exact(all_bits, protocol):
             assert out.dtype == np.dtype(bfloat16)
             assert not np.shares_memory(out, src)
             np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint16), ref)
+
+
+# Scalar arithmetic has a direct path for bfloat16 with bfloat16 / Python numbers; it must give
+# the same bits as the ufunc loops (0-d arrays) and fall back for anything non-finite.
+_SCALAR_OPS = [operator.add, operator.sub, operator.mul, operator.truediv]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF), st.sampled_from(_SCALAR_OPS))
+def test_scalar_fast_path_matches_ufunc_loop(xb, yb, op):
+    x = np.array(xb, np.uint16).view(bfloat16)[()]
+    y = np.array(yb, np.uint16).view(bfloat16)[()]
+    with np.errstate(all="ignore"):
+        got = op(x, y)
+        want = op(np.array([x]), np.array([y]))[0]
+    assert isinstance(got, bfloat16)
+    if np.isnan(float(want)):
+        assert np.isnan(float(got))
+    else:
+        assert got.bits == want.bits, (x, y, op)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 0xFFFF), st.one_of(st.floats(allow_nan=False, width=64),
+                                          st.integers(-2**70, 2**70), st.booleans()),
+       st.sampled_from(_SCALAR_OPS + [operator.lt, operator.eq, operator.ge]))
+def test_scalar_with_python_number_matches_array_rules(xb, other, op):
+    x = np.array(xb, np.uint16).view(bfloat16)[()]
+    with np.errstate(all="ignore"):
+        got = op(x, other)
+        want = op(np.array([x]), other)[0]
+    assert type(got) is type(want)
+    if isinstance(want, np.bool_):
+        assert bool(got) == bool(want)
+    elif np.isnan(float(want)):
+        assert np.isnan(float(got))
+    else:
+        assert float(got) == float(want)
+
+
+def test_scalar_fast_path_keeps_numpy_warnings():
+    big = bfloat16(3e38)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        r = big * 10
+    assert np.isinf(float(r))
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        bfloat16(1) / 0
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        bfloat16(np.inf) - bfloat16(np.inf)
