@@ -72,25 +72,27 @@ void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int
     }
 }
 
-/* Dot products with 16 interleaved lane sums (lane l takes k = l mod 16), lanes l and l+8 added,
- * then bg_hsum8: the order the AVX2 kernel uses. */
+/* Dot products in the order of the AVX2 kernel: 8 lane sums, lane l takes the k with
+ * (k mod 16) >> 1 == l in increasing k (the zero padding up to kpad included), then bg_hsum8.
+ * V is packed as described in gemm_internal.h (bg_gemv_rows_fn). */
 static void gemv_rows_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                int64_t kpad, int64_t n, const bg_out *c)
 {
     for (int64_t i = i0; i < i1; i++) {
         const unsigned char *row = a->p + i * a->rs;
         for (int64_t j = 0; j < n; j++) {
-            const float *v = vt + j * kpad;
-            float acc[BG_GEMV_KU];
-            for (int l = 0; l < BG_GEMV_KU; l++) acc[l] = 0.0f;
-            for (int64_t k = 0; k < kpad; k += BG_GEMV_KU)
-                for (int l = 0; l < BG_GEMV_KU; l++) {
-                    float x = k + l < K ? bg_load(row + (k + l) * 2) : 0.0f;
-                    acc[l] += x * v[k + l];
+            float acc[8];
+            for (int l = 0; l < 8; l++) acc[l] = 0.0f;
+            for (int64_t k = 0; k < kpad; k += BG_GEMV_KU) {
+                const float *v = vt + ((k / BG_GEMV_KU) * n + j) * BG_GEMV_KU;
+                for (int l = 0; l < 8; l++) { /* even k of the block: v[l], odd k: v[l + 8] */
+                    float x0 = k + 2 * l < K ? bg_load(row + (k + 2 * l) * 2) : 0.0f;
+                    float x1 = k + 2 * l + 1 < K ? bg_load(row + (k + 2 * l + 1) * 2) : 0.0f;
+                    acc[l] += x0 * v[l];
+                    acc[l] += x1 * v[l + 8];
                 }
-            float lanes[8];
-            for (int l = 0; l < 8; l++) lanes[l] = acc[l] + acc[l + 8];
-            bg_store(c, i, j, bg_hsum8(lanes));
+            }
+            bg_store(c, i, j, bg_hsum8(acc));
         }
     }
 }
@@ -391,12 +393,15 @@ static void gemm_thread(const bg_task *tk)
 static void pack_vector(const bg_problem *p, const bg_plan *pl, float *v)
 {
     int64_t K = p->K, n = p->N;
-    if (pl->path == PATH_GEMV_ROWS) { /* column j contiguous in k, zero padded */
-        for (int64_t j = 0; j < n; j++) {
-            float *d = v + j * pl->kpad;
-            for (int64_t k = 0; k < K; k++) d[k] = bg_load(p->b.p + k * p->b.rs + j * p->b.cs);
-            for (int64_t k = K; k < pl->kpad; k++) d[k] = 0.0f;
-        }
+    if (pl->path == PATH_GEMV_ROWS) { /* 16-k blocks, columns interleaved, even k then odd k */
+        for (int64_t k0 = 0; k0 < pl->kpad; k0 += BG_GEMV_KU)
+            for (int64_t j = 0; j < n; j++) {
+                float *d = v + ((k0 / BG_GEMV_KU) * n + j) * BG_GEMV_KU;
+                for (int l = 0; l < BG_GEMV_KU; l++) {
+                    int64_t k = k0 + (l < 8 ? 2 * l : 2 * (l - 8) + 1);
+                    d[l] = k < K ? bg_load(p->b.p + k * p->b.rs + j * p->b.cs) : 0.0f;
+                }
+            }
     } else { /* row k contiguous in j */
         for (int64_t k = 0; k < K; k++)
             for (int64_t j = 0; j < n; j++) v[k * n + j] = bg_load(p->b.p + k * p->b.rs + j * p->b.cs);

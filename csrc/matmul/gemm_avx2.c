@@ -415,179 +415,142 @@ BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int6
 }
 
 /* ------------------------------------------------------------------------------------------------
- * GEMV, K contiguous: dot products of R rows with NJ vector columns at once. Each dot product keeps
- * two 8-lane accumulators (k mod 16 < 8 and >= 8), added lane-wise at the end, then bg_hsum8.
+ * GEMV / skinny GEMM, K contiguous: y(i, j) = dot(A[i, :], V[:, j]) for n <= 16 columns.
+ *
+ * Order (shared with the portable kernel): each output keeps 8 lane sums; lane l takes the k with
+ * (k mod 16) >> 1 == l, in increasing k; then bg_hsum8. That is what one 32-byte load of 16
+ * bfloat16 gives with two cheap widenings: x << 16 holds the even k, x & 0xffff0000 the odd k.
+ * V is packed to match (see gemm_internal.h): 16-k block t of column j is 16 floats at
+ * v + (t*n + j)*16, even k first, then odd k.
+ *
+ * Register tile: R rows x C columns of 8-lane accumulators (R*C <= 12), R widened rows and one V
+ * vector: at most 16 ymm. k is cut into chunks whose V block (KB x n floats) stays in L1 while a
+ * panel of rows is multiplied with it; the accumulators of the panel live in a small buffer between
+ * chunks. Every accumulator adds its products in increasing k whatever the blocking, so the result
+ * does not depend on the chunking, the panel or the thread split.
  * ---------------------------------------------------------------------------------------------- */
 
-BG_INLINE void dot_block(const unsigned char *const *rows, int R, const float *const *vs, int NJ,
-                         int64_t K, float *out /* [R][NJ] */)
-{
-    __m256 acc[4][4][2];
-    for (int r = 0; r < R; r++)
-        for (int j = 0; j < NJ; j++) acc[r][j][0] = acc[r][j][1] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 16 <= K; k += 16) {
-        __m256 x[4][2];
-        for (int r = 0; r < R; r++) {
-            x[r][0] = widen8(rows[r] + k * 2);
-            x[r][1] = widen8(rows[r] + k * 2 + 16);
-        }
-        for (int j = 0; j < NJ; j++) {
-            __m256 v0 = _mm256_load_ps(vs[j] + k), v1 = _mm256_load_ps(vs[j] + k + 8);
-            for (int r = 0; r < R; r++) {
-                acc[r][j][0] = _mm256_fmadd_ps(x[r][0], v0, acc[r][j][0]);
-                acc[r][j][1] = _mm256_fmadd_ps(x[r][1], v1, acc[r][j][1]);
-            }
-        }
-    }
-    if (k < K) { /* tail: copy the last < 16 elements into a zero padded buffer (no over-read) */
-        for (int r = 0; r < R; r++) {
-            unsigned char tmp[32] __attribute__((aligned(32))) = {0};
-            memcpy(tmp, rows[r] + k * 2, (size_t)(K - k) * 2);
-            __m256 x0 = widen8(tmp), x1 = widen8(tmp + 16);
-            for (int j = 0; j < NJ; j++) {
-                acc[r][j][0] = _mm256_fmadd_ps(x0, _mm256_load_ps(vs[j] + k), acc[r][j][0]);
-                acc[r][j][1] = _mm256_fmadd_ps(x1, _mm256_load_ps(vs[j] + k + 8), acc[r][j][1]);
-            }
-        }
-    }
-    for (int r = 0; r < R; r++)
-        for (int j = 0; j < NJ; j++) {
-            float lanes[8];
-            _mm256_storeu_ps(lanes, _mm256_add_ps(acc[r][j][0], acc[r][j][1]));
-            out[r * NJ + j] = bg_hsum8(lanes);
-        }
-}
-
-#define BG_DOT_INSTANCE(R, NJ)                                                                      \
-    BG_TARGET static void dot_##R##x##NJ(const unsigned char *const *rows, const float *const *vs,  \
-                                         int64_t K, float *out)                                    \
-    {                                                                                               \
-        dot_block(rows, R, vs, NJ, K, out);                                                         \
-    }
-BG_DOT_INSTANCE(4, 1)
-BG_DOT_INSTANCE(1, 1)
-#undef BG_DOT_INSTANCE
-
-typedef void (*dot_fn)(const unsigned char *const *, const float *const *, int64_t, float *);
-
-/*
- * Several right-hand columns (n >= 2): k is cut into chunks of BG_ROWS_KB so that the chunk of V
- * (KB x n floats) stays in cache; a block of RB rows is multiplied chunk by chunk with every column
- * (the row chunk is widened on the fly and re-read from L1 for each group of three columns). The 16 lane sums of each (row, column) live in accbuf between
- * chunks; each lane still adds its k in increasing order, so the result is bit-identical to the
- * single-column kernel above.
- */
-#ifndef BG_ROWS_KB
-#define BG_ROWS_KB 1024 /* V chunk of up to 64 KB: L2, but loaded once per two FMAs */
+#ifndef BG_ROWS_VBYTES
+#define BG_ROWS_VBYTES (16 * 1024) /* V block per k chunk: half of L1 */
 #endif
-#define BG_ROWS_RB 4
+#ifndef BG_ROWS_L2VBYTES
+#define BG_ROWS_L2VBYTES (128 * 1024) /* no k chunks when all of V is at most this (in L2) */
+#endif
+#ifndef BG_ROWS_MAXC
+#define BG_ROWS_MAXC 5 /* columns per tile: c = 16 runs as 4 x 4, c = 8 as 2 x 4 (2 x 4 tiles) */
+#endif
+#ifndef BG_ROWS_VREG
+#define BG_ROWS_VREG 1
+#endif
+#ifndef BG_ROWS_RC
+#define BG_ROWS_RC 10 /* accumulators per tile */
+#endif
+#define BG_ROWS_PANEL 32           /* rows sharing one V block (accumulators: 32 x 16 x 32 B = 16 KB) */
 
-BG_INLINE void chunk_block(const unsigned char *const *ab, int RR, const float *const *vs, int NJ, int64_t kb,
-                           float *const *accp /* [RR*NJ], 16 floats each */)
+BG_INLINE void rows_tile(const unsigned char *const *rows, int R, const float *v, int64_t vstep, int C,
+                         int64_t nb, float *acc, int64_t ldacc, int pf)
 {
-    __m256 acc[2][3][2];
-    for (int r = 0; r < RR; r++)
-        for (int j = 0; j < NJ; j++) {
-            acc[r][j][0] = _mm256_load_ps(accp[r * NJ + j]);
-            acc[r][j][1] = _mm256_load_ps(accp[r * NJ + j] + 8);
+    __m256 s[4][6];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) s[r][j] = _mm256_load_ps(acc + r * ldacc + j * 8);
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    for (int64_t t = 0; t < nb; t++) {
+        __m256i x[4];
+        __m256 w[4];
+        for (int r = 0; r < R; r++) {
+            x[r] = _mm256_loadu_si256((const __m256i *)(const void *)(rows[r] + t * 32));
+            w[r] = _mm256_castsi256_ps(_mm256_slli_epi32(x[r], 16));
         }
-    for (int64_t k = 0; k < kb; k += 16)
-        for (int h = 0; h < 2; h++) { /* lanes 0-7, then 8-15: 12 + 2 + 1 registers */
-            __m256 x[2];
-            for (int r = 0; r < RR; r++) x[r] = widen8(ab[r] + k * 2 + h * 16);
-            for (int j = 0; j < NJ; j++) {
-                __m256 v = _mm256_load_ps(vs[j] + k + h * 8);
-                for (int r = 0; r < RR; r++) acc[r][j][h] = _mm256_fmadd_ps(x[r], v, acc[r][j][h]);
-            }
+        if (pf) /* loop invariant, well predicted; one prefetch in two is a new line */
+            for (int r = 0; r < R; r++) _mm_prefetch((const char *)(rows[r] + t * 32 + pf), _MM_HINT_T0);
+        /* the empty asm keeps vv in a register: one load of V feeds R FMAs (GCC would otherwise
+         * fold the load into each FMA, doubling the loads) */
+        for (int j = 0; j < C; j++) {
+            __m256 vv = _mm256_load_ps(v + j * 16);
+            if (BG_ROWS_VREG && R > 1) __asm__("" : "+x"(vv));
+            for (int r = 0; r < R; r++) s[r][j] = _mm256_fmadd_ps(w[r], vv, s[r][j]);
         }
-    for (int r = 0; r < RR; r++)
-        for (int j = 0; j < NJ; j++) {
-            _mm256_store_ps(accp[r * NJ + j], acc[r][j][0]);
-            _mm256_store_ps(accp[r * NJ + j] + 8, acc[r][j][1]);
+        for (int r = 0; r < R; r++) w[r] = _mm256_castsi256_ps(_mm256_and_si256(x[r], hi));
+        for (int j = 0; j < C; j++) {
+            __m256 vv = _mm256_load_ps(v + j * 16 + 8);
+            if (BG_ROWS_VREG && R > 1) __asm__("" : "+x"(vv));
+            for (int r = 0; r < R; r++) s[r][j] = _mm256_fmadd_ps(w[r], vv, s[r][j]);
         }
+        v += vstep;
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) _mm256_store_ps(acc + r * ldacc + j * 8, s[r][j]);
 }
 
-typedef void (*chunk_fn)(const unsigned char *const *, const float *const *, int64_t, float *const *);
-#define BG_CHUNK_INSTANCE(RR, NJ)                                                                   \
-    BG_TARGET static void chunk_##RR##x##NJ(const unsigned char *const *ab, const float *const *vs,  \
-                                            int64_t kb, float *const *accp)                        \
+typedef void (*rows_tile_fn)(const unsigned char *const *, const float *, int64_t, int64_t, float *, int64_t, int);
+#define BG_RT(R, C)                                                                                 \
+    BG_TARGET static void rows_tile_##R##x##C(const unsigned char *const *rows, const float *v,     \
+                                              int64_t vstep, int64_t nb, float *acc, int64_t ldacc, \
+                                              int pf)                                               \
     {                                                                                               \
-        chunk_block(ab, RR, vs, NJ, kb, accp);                                                      \
+        rows_tile(rows, R, v, vstep, C, nb, acc, ldacc, pf);                                        \
     }
-BG_CHUNK_INSTANCE(2, 3)
-BG_CHUNK_INSTANCE(2, 2)
-BG_CHUNK_INSTANCE(2, 1)
-BG_CHUNK_INSTANCE(1, 3)
-BG_CHUNK_INSTANCE(1, 2)
-BG_CHUNK_INSTANCE(1, 1)
-#undef BG_CHUNK_INSTANCE
-static const chunk_fn chunk_table[2][3] = {{chunk_1x1, chunk_1x2, chunk_1x3}, {chunk_2x1, chunk_2x2, chunk_2x3}};
+BG_RT(1, 1) BG_RT(1, 2) BG_RT(1, 3) BG_RT(1, 4) BG_RT(1, 5) BG_RT(1, 6)
+BG_RT(2, 1) BG_RT(2, 2) BG_RT(2, 3) BG_RT(2, 4) BG_RT(2, 5) BG_RT(2, 6)
+BG_RT(3, 1) BG_RT(3, 2) BG_RT(3, 3) BG_RT(3, 4)
+BG_RT(4, 1) BG_RT(4, 2) BG_RT(4, 3)
+#undef BG_RT
+/* [R-1][C-1]; NULL where R*C would not fit the registers */
+static const rows_tile_fn rows_tiles[4][6] = {
+    {rows_tile_1x1, rows_tile_1x2, rows_tile_1x3, rows_tile_1x4, rows_tile_1x5, rows_tile_1x6},
+    {rows_tile_2x1, rows_tile_2x2, rows_tile_2x3, rows_tile_2x4, rows_tile_2x5, rows_tile_2x6},
+    {rows_tile_3x1, rows_tile_3x2, rows_tile_3x3, rows_tile_3x4, NULL, NULL},
+    {rows_tile_4x1, rows_tile_4x2, rows_tile_4x3, NULL, NULL, NULL},
+};
 
-BG_TARGET static void gemv_rows_multi(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
-                                      int64_t kpad, int64_t n, const bg_out *c)
-{
-    unsigned char tail[BG_ROWS_RB][BG_ROWS_KB * 2] __attribute__((aligned(32))); /* zero padded last chunk */
-    float accbuf[BG_ROWS_RB * 16][16] __attribute__((aligned(32)));            /* [r*n + j][lane], n <= 16 */
-    for (int64_t i = i0; i < i1; i += BG_ROWS_RB) {
-        int rb = (int)(i1 - i < BG_ROWS_RB ? i1 - i : BG_ROWS_RB);
-        memset(accbuf, 0, sizeof accbuf);
-        for (int64_t k0 = 0; k0 < kpad; k0 += BG_ROWS_KB) {
-            int64_t kb = kpad - k0 < BG_ROWS_KB ? kpad - k0 : BG_ROWS_KB; /* multiple of 16 */
-            int64_t kv = K - k0 < kb ? K - k0 : kb;                         /* valid k in the chunk */
-            const unsigned char *rows[BG_ROWS_RB];
-            for (int r = 0; r < rb; r++) {
-                rows[r] = a->p + (i + r) * a->rs + k0 * 2;
-                if (kv < kb) { /* the rows end inside this chunk: never read past them */
-                    memset(tail[r], 0, (size_t)kb * 2);
-                    memcpy(tail[r], rows[r], (size_t)kv * 2);
-                    rows[r] = tail[r];
-                }
-            }
-            for (int r0 = 0; r0 < rb; r0 += 2) {
-                int rr = rb - r0 < 2 ? 1 : 2;
-                for (int64_t j0 = 0; j0 < n; j0 += 3) {
-                    int nj = (int)(n - j0 < 3 ? n - j0 : 3);
-                    const float *vs[3];
-                    float *accp[6];
-                    for (int q = 0; q < nj; q++) vs[q] = vt + (j0 + q) * kpad + k0;
-                    for (int r = 0; r < rr; r++)
-                        for (int q = 0; q < nj; q++) accp[r * nj + q] = accbuf[(r0 + r) * n + j0 + q];
-                    chunk_table[rr - 1][nj - 1](rows + r0, vs, kb, accp);
-                }
-            }
-        }
-        for (int r = 0; r < rb; r++)
-            for (int64_t j = 0; j < n; j++) {
-                const float *l = accbuf[r * n + j];
-                float lanes[8];
-                for (int q = 0; q < 8; q++) lanes[q] = l[q] + l[q + 8];
-                bg_store(c, i + r, j, bg_hsum8(lanes));
-            }
-    }
-}
 
 BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                      int64_t kpad, int64_t n, const bg_out *c)
 {
-    if (n > 1) {
-        gemv_rows_multi(a, i0, i1, K, vt, kpad, n, c);
-        return;
-    }
-    /* One column: stream four rows at a time, eight accumulators. */
-    int64_t i = i0;
-    for (; i + 4 <= i1; i += 4) {
-        const unsigned char *rows[4];
-        float out[4];
-        for (int q = 0; q < 4; q++) rows[q] = a->p + (i + q) * a->rs;
-        dot_4x1(rows, &vt, K, out);
-        for (int q = 0; q < 4; q++) bg_store(c, i + q, 0, out[q]);
-    }
-    for (; i < i1; i++) {
-        const unsigned char *row = a->p + i * a->rs;
-        float out;
-        dot_1x1(&row, &vt, K, &out);
-        bg_store(c, i, 0, out);
+    float accbuf[BG_ROWS_PANEL * 16 * 8] __attribute__((aligned(32)));
+    unsigned char tail[4][32] __attribute__((aligned(32)));
+    /* column groups: ceil(n / 6) groups of nearly equal width (<= 6); rows per tile: 12 / width */
+    int ng = (int)((n + BG_ROWS_MAXC - 1) / BG_ROWS_MAXC);
+    int cw = (int)((n + ng - 1) / ng);
+    int R = BG_ROWS_RC / cw > 4 ? 4 : BG_ROWS_RC / cw;
+    int64_t kb = (BG_ROWS_VBYTES / (4 * n)) / 16 * 16; /* k per chunk, multiple of 16 */
+    if (kb < 64) kb = 64;
+    /* a small V (few columns) is read from L2 for each tile of rows: the rows then stream whole */
+    if (kb >= kpad || kpad * n * 4 <= BG_ROWS_L2VBYTES) kb = kpad;
+    int64_t panel = kb >= kpad ? R : BG_ROWS_PANEL / R * R; /* one chunk: no reuse of V to arrange */
+    const int64_t nfull = K / 16;                            /* complete 16-k blocks of every row */
+    const int64_t ld = n * 8;
+    for (int64_t p0 = i0; p0 < i1; p0 += panel) {
+        int64_t pn = i1 - p0 < panel ? i1 - p0 : panel;
+        memset(accbuf, 0, (size_t)(pn * ld) * sizeof(float));
+        for (int64_t k0 = 0; k0 < kpad; k0 += kb) {
+            int64_t t0 = k0 / 16, t1 = (k0 + kb < kpad ? k0 + kb : kpad) / 16;
+            int64_t tf = t1 < nfull ? t1 : nfull; /* blocks [t0, tf) are read in place */
+            int pf = (t1 < kpad / 16 && panel > R) ? (int)(kb * 2) : 0;
+            for (int64_t r0 = 0; r0 < pn; r0 += R) {
+                int rr = (int)(pn - r0 < R ? pn - r0 : R);
+                const unsigned char *rows[4];
+                for (int r = 0; r < rr; r++) rows[r] = a->p + (p0 + r0 + r) * a->rs + t0 * 32;
+                for (int g = 0, j0 = 0; g < ng; g++) {
+                    int cj = (int)(n - j0 < cw ? n - j0 : cw);
+                    float *ap = accbuf + r0 * ld + j0 * 8;
+                    const float *vp = vt + (t0 * n + j0) * 16;
+                    if (tf > t0) rows_tiles[rr - 1][cj - 1](rows, vp, n * 16, tf - t0, ap, ld, pf);
+                    if (tf < t1) { /* the last, partial block: zero padded copies of the rows */
+                        const unsigned char *tr[4];
+                        for (int r = 0; r < rr; r++) {
+                            memset(tail[r], 0, 32);
+                            memcpy(tail[r], a->p + (p0 + r0 + r) * a->rs + nfull * 32, (size_t)(K - nfull * 16) * 2);
+                            tr[r] = tail[r];
+                        }
+                        rows_tiles[rr - 1][cj - 1](tr, vt + (nfull * n + j0) * 16, n * 16, 1, ap, ld, 0);
+                    }
+                    j0 += cj;
+                }
+            }
+        }
+        for (int64_t r = 0; r < pn; r++)
+            for (int64_t j = 0; j < n; j++) bg_store(c, p0 + r, j, bg_hsum8(accbuf + r * ld + j * 8));
     }
 }
 

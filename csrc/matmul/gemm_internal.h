@@ -78,8 +78,11 @@ typedef void (*bg_pack_a_fn)(const bg_view *a, int64_t i0, int64_t mc, int64_t p
 /* Pack k [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column panels, zero padded to NR. */
 typedef void (*bg_pack_b_fn)(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
 /*
- * GEMV, K contiguous (a->cs == 2): for rows [i0, i1): y(i, j) = dot(A[i, :], V[:, j]) for j < n,
- * where column j of V is vt + j*kpad (float32, zero padded to kpad = K rounded up to KU).
+ * GEMV, K contiguous (a->cs == 2): for rows [i0, i1): y(i, j) = dot(A[i, :], V[:, j]) for j < n <= 16.
+ * V is float32, zero padded to kpad = K rounded up to KU = 16, packed by 16-k blocks: block t of
+ * column j is the 16 floats vt + (t*n + j)*16 = V[16t + 0, 2, ..., 14, 1, 3, ..., 15][j] (even k
+ * first). Each output is 8 lane sums (lane l takes the k with (k mod 16) >> 1 == l, in increasing k,
+ * padding included) combined by bg_hsum8.
  */
 typedef void (*bg_gemv_rows_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                 int64_t kpad, int64_t n, const bg_out *c);
