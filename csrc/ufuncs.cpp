@@ -60,6 +60,15 @@ static inline __m128i narrow8(__m256 f, __m256i *ovf)
     return _mm256_castsi256_si128(packed);
 }
 
+/*
+ * Large outputs (>= 4 MiB, 16-byte aligned) are written with non-temporal stores: they skip
+ * the read-for-ownership of each output line, a third of the traffic of a + b.
+ */
+static inline bool streaming_output(const char *o, npy_intp n)
+{
+    return n >= ((npy_intp)1 << 21) && ((uintptr_t)o & 15) == 0;
+}
+
 struct VAdd { static __m256 v(__m256 a, __m256 b) { return _mm256_add_ps(a, b); } };
 struct VSub { static __m256 v(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); } };
 struct VMul { static __m256 v(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); } };
@@ -70,6 +79,15 @@ static int binary_simd(const char *a, const char *b, char *o, npy_intp n)
 {
     __m256i ovf = _mm256_setzero_si256();
     npy_intp i = 0;
+    if (streaming_output(o, n)) {
+        for (; i + 16 <= n; i += 16) {
+            __m128i r0 = narrow8(V::v(widen8(a + 2 * i), widen8(b + 2 * i)), &ovf);
+            __m128i r1 = narrow8(V::v(widen8(a + 2 * i + 16), widen8(b + 2 * i + 16)), &ovf);
+            _mm_stream_si128((__m128i *)(o + 2 * i), r0);
+            _mm_stream_si128((__m128i *)(o + 2 * i + 16), r1);
+        }
+        _mm_sfence();
+    }
     for (; i + 16 <= n; i += 16) {
         __m128i r0 = narrow8(V::v(widen8(a + 2 * i), widen8(b + 2 * i)), &ovf);
         __m128i r1 = narrow8(V::v(widen8(a + 2 * i + 16), widen8(b + 2 * i + 16)), &ovf);
@@ -88,12 +106,22 @@ static int binary_simd_scalar(const char *arr, bf16_t scalar, bool scalar_first,
     __m256 s = _mm256_set1_ps(bf16_to_f32(scalar));
     __m256i ovf = _mm256_setzero_si256();
     npy_intp i = 0;
+    bool stream = streaming_output(o, n);
     for (; i + 16 <= n; i += 16) {
         __m256 x0 = widen8(arr + 2 * i), x1 = widen8(arr + 2 * i + 16);
         __m128i r0 = narrow8(scalar_first ? V::v(s, x0) : V::v(x0, s), &ovf);
         __m128i r1 = narrow8(scalar_first ? V::v(s, x1) : V::v(x1, s), &ovf);
-        _mm_storeu_si128((__m128i *)(o + 2 * i), r0);
-        _mm_storeu_si128((__m128i *)(o + 2 * i + 16), r1);
+        if (stream) {
+            _mm_stream_si128((__m128i *)(o + 2 * i), r0);
+            _mm_stream_si128((__m128i *)(o + 2 * i + 16), r1);
+        }
+        else {
+            _mm_storeu_si128((__m128i *)(o + 2 * i), r0);
+            _mm_storeu_si128((__m128i *)(o + 2 * i + 16), r1);
+        }
+    }
+    if (stream) {
+        _mm_sfence();
     }
     int tail = scalar_first ? binary_contig_scalar1<Op>(scalar, arr + 2 * i, o + 2 * i, n - i)
                             : binary_contig_scalar2<Op>(arr + 2 * i, scalar, o + 2 * i, n - i);
