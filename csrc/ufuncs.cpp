@@ -128,6 +128,27 @@ static int binary_simd_scalar(const char *arr, bf16_t scalar, bool scalar_first,
     return tail | !_mm256_testz_si256(ovf, ovf);
 }
 
+/* One slice of an outer-axis reduction (out == in1, contiguous) against its float32 shadow v:
+ * the shadow value is used where the stored bfloat16 is still its rounding. */
+template <class V, class Op>
+static int shadow_row_simd(char *o, const char *b, float *v, npy_intp n)
+{
+    __m256i ovf = _mm256_setzero_si256(), ignored = _mm256_setzero_si256();
+    npy_intp i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i stored = _mm_loadu_si128((const __m128i *)(o + 2 * i));
+        __m256 sv = _mm256_loadu_ps(v + i);
+        __m128i same = _mm_cmpeq_epi16(narrow8(sv, &ignored), stored);
+        __m256 keep = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(same));
+        __m256 cur = _mm256_blendv_ps(widen8(o + 2 * i), sv, keep);
+        __m256 r = V::v(cur, widen8(b + 2 * i));
+        _mm_storeu_si128((__m128i *)(o + 2 * i), narrow8(r, &ovf));
+        _mm256_storeu_ps(v + i, r);
+    }
+    int tail = shadow_row_contig<Op>(o + 2 * i, b + 2 * i, v + i, n - i);
+    return tail | !_mm256_testz_si256(ovf, ovf);
+}
+
 struct VSqrt { static __m256 v(__m256 a) { return _mm256_sqrt_ps(a); } };
 struct VSquare { static __m256 v(__m256 a) { return _mm256_mul_ps(a, a); } };
 
@@ -522,7 +543,8 @@ struct Shadow {
     char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written while inactive */
 };
 
-static const size_t shadow_max_slots = (size_t)1 << 27; /* beyond this: plain bfloat16 */
+/* At most 2^24 float32 slots (64 MiB): outputs spanning more than 32 MiB reduce in bfloat16. */
+static const size_t shadow_max_slots = (size_t)1 << 24;
 
 static void
 shadow_free(NpyAuxData *aux)
@@ -682,7 +704,17 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         }
     }
     else if (use_shadow && a == o && sa == 2 && so == 2 && sb == 2) {
-        ovf = DISPATCH(shadow_row_contig<Acc>(o, b, &shadow_slot(shadow, o), n));
+        float *v = &shadow_slot(shadow, o);
+#ifdef BF16_HAVE_AVX2_BUILD
+        if (use_avx2) {
+            ovf = SimdTwin<Acc>::id == 1 ? kavx2::shadow_row_simd<kavx2::VAdd, Acc>(o, b, v, n)
+                                         : kavx2::shadow_row_simd<kavx2::VMul, Acc>(o, b, v, n);
+        }
+        else
+#endif
+        {
+            ovf = kbase::shadow_row_contig<Acc>(o, b, v, n);
+        }
     }
     else if (use_shadow) {
         for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
