@@ -543,8 +543,8 @@ struct Shadow {
     char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written while inactive */
 };
 
-/* At most 2^24 float32 slots (64 MiB): outputs spanning more than 32 MiB reduce in bfloat16. */
-static const size_t shadow_max_slots = (size_t)1 << 24;
+/* At most 2^26 float32 slots (256 MiB): outputs spanning more than 128 MiB reduce in bfloat16. */
+static const size_t shadow_max_slots = (size_t)1 << 26;
 
 static void
 shadow_free(NpyAuxData *aux)
