@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <cfenv>
 #include <cstdlib>
 #include <vector>
@@ -197,29 +198,43 @@ report_overflow(int ovf)
 
 /* ---- loop adapters (legacy inner-loop signature) --------------------------------------- */
 
-/* Which scalar functors have a hand-vectorised AVX2 twin. */
-template <class Op> struct SimdTwin { static constexpr int id = 0; };
-template <> struct SimdTwin<Add> { static constexpr int id = 1; };
-template <> struct SimdTwin<Subtract> { static constexpr int id = 2; };
-template <> struct SimdTwin<Multiply> { static constexpr int id = 3; };
-template <> struct SimdTwin<Divide> { static constexpr int id = 4; };
+/*
+ * Which scalar functors have a hand-vectorised AVX2 twin (VecTwin<Op>::type), NoVec for the
+ * rest. One trait serves the array, scalar-operand and reduction-slice loops alike.
+ */
+struct NoVec {};
+template <class Op> struct VecTwin { using type = NoVec; };
+template <class Op> struct UnaryVecTwin { using type = NoVec; };
+#ifdef BF16_HAVE_AVX2_BUILD
+template <> struct VecTwin<Add> { using type = kavx2::VAdd; };
+template <> struct VecTwin<Subtract> { using type = kavx2::VSub; };
+template <> struct VecTwin<Multiply> { using type = kavx2::VMul; };
+template <> struct VecTwin<Divide> { using type = kavx2::VDiv; };
+template <> struct UnaryVecTwin<Sqrt> { using type = kavx2::VSqrt; };
+template <> struct UnaryVecTwin<Square> { using type = kavx2::VSquare; };
+#endif
+template <class Op>
+static constexpr bool has_vec_twin = !std::is_same<typename VecTwin<Op>::type, NoVec>::value;
+template <class Op>
+static constexpr bool has_unary_vec_twin =
+        !std::is_same<typename UnaryVecTwin<Op>::type, NoVec>::value;
+
+/* The vector loops read a whole block before writing it: exact aliasing (a += b) is fine,
+ * partial overlap of the output with an input is not. */
+static inline bool
+straddles(const char *o, const char *in, npy_intp n)
+{
+    return o != in && o < in + 2 * n && in < o + 2 * n;
+}
 
 template <class Op>
 static int
 contiguous_binary(const char *a, const char *b, char *o, npy_intp n)
 {
 #ifdef BF16_HAVE_AVX2_BUILD
-    /* the vector loop reads a whole block before writing it: exact aliasing (a += b) is fine,
-     * partial overlap is not, so it only runs when the output does not straddle an input */
-    bool overlap = (o != a && o < a + 2 * n && a < o + 2 * n) ||
-                   (o != b && o < b + 2 * n && b < o + 2 * n);
-    if (use_avx2 && !overlap) {
-        switch (SimdTwin<Op>::id) {
-            case 1: return kavx2::binary_simd<kavx2::VAdd, Op>(a, b, o, n);
-            case 2: return kavx2::binary_simd<kavx2::VSub, Op>(a, b, o, n);
-            case 3: return kavx2::binary_simd<kavx2::VMul, Op>(a, b, o, n);
-            case 4: return kavx2::binary_simd<kavx2::VDiv, Op>(a, b, o, n);
-            default: break;
+    if constexpr (has_vec_twin<Op>) {
+        if (use_avx2 && !straddles(o, a, n) && !straddles(o, b, n)) {
+            return kavx2::binary_simd<typename VecTwin<Op>::type, Op>(a, b, o, n);
         }
     }
 #endif
@@ -231,14 +246,10 @@ static int
 contiguous_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
 {
 #ifdef BF16_HAVE_AVX2_BUILD
-    bool overlap = o != arr && o < arr + 2 * n && arr < o + 2 * n;
-    if (use_avx2 && !overlap) {
-        switch (SimdTwin<Op>::id) {
-            case 1: return kavx2::binary_simd_scalar<kavx2::VAdd, Op>(arr, scalar, scalar_first, o, n);
-            case 2: return kavx2::binary_simd_scalar<kavx2::VSub, Op>(arr, scalar, scalar_first, o, n);
-            case 3: return kavx2::binary_simd_scalar<kavx2::VMul, Op>(arr, scalar, scalar_first, o, n);
-            case 4: return kavx2::binary_simd_scalar<kavx2::VDiv, Op>(arr, scalar, scalar_first, o, n);
-            default: break;
+    if constexpr (has_vec_twin<Op>) {
+        if (use_avx2 && !straddles(o, arr, n)) {
+            return kavx2::binary_simd_scalar<typename VecTwin<Op>::type, Op>(arr, scalar,
+                                                                             scalar_first, o, n);
         }
     }
 #endif
@@ -246,21 +257,14 @@ contiguous_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char
                         : DISPATCH(binary_contig_scalar2<Op>(arr, scalar, o, n));
 }
 
-template <class Op> struct UnarySimdTwin { static constexpr int id = 0; };
-template <> struct UnarySimdTwin<Sqrt> { static constexpr int id = 1; };
-template <> struct UnarySimdTwin<Square> { static constexpr int id = 2; };
-
 template <class Op>
 static int
 contiguous_unary(const char *a, char *o, npy_intp n)
 {
 #ifdef BF16_HAVE_AVX2_BUILD
-    bool overlap = o != a && o < a + 2 * n && a < o + 2 * n;
-    if (use_avx2 && !overlap) {
-        switch (UnarySimdTwin<Op>::id) {
-            case 1: return kavx2::unary_simd<kavx2::VSqrt, Op>(a, o, n);
-            case 2: return kavx2::unary_simd<kavx2::VSquare, Op>(a, o, n);
-            default: break;
+    if constexpr (has_unary_vec_twin<Op>) {
+        if (use_avx2 && !straddles(o, a, n)) {
+            return kavx2::unary_simd<typename UnaryVecTwin<Op>::type, Op>(a, o, n);
         }
     }
 #endif
@@ -388,7 +392,7 @@ unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     npy_intp n = dims[0];
     char *a = args[0], *o = args[1];
     int ovf = 0;
-    UnaryTable *table = (UnarySimdTwin<Op>::id == 0 && n >= 64)
+    UnaryTable *table = (!has_unary_vec_twin<Op> && n >= 64)
                                 ? unary_table<Op>(n >= 32768) : nullptr;
     if (table != nullptr) {
         unsigned fl = 0;
@@ -644,8 +648,10 @@ struct MulAcc {
     static constexpr float identity = 1.0f;
 };
 
-template <> struct SimdTwin<AddAcc> { static constexpr int id = 1; };
-template <> struct SimdTwin<MulAcc> { static constexpr int id = 3; };
+#ifdef BF16_HAVE_AVX2_BUILD
+template <> struct VecTwin<AddAcc> { using type = kavx2::VAdd; };
+template <> struct VecTwin<MulAcc> { using type = kavx2::VMul; };
+#endif
 
 static thread_local const void *pending_reduction = nullptr;
 
@@ -707,8 +713,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         float *v = &shadow_slot(shadow, o);
 #ifdef BF16_HAVE_AVX2_BUILD
         if (use_avx2) {
-            ovf = SimdTwin<Acc>::id == 1 ? kavx2::shadow_row_simd<kavx2::VAdd, Acc>(o, b, v, n)
-                                         : kavx2::shadow_row_simd<kavx2::VMul, Acc>(o, b, v, n);
+            ovf = kavx2::shadow_row_simd<typename VecTwin<Acc>::type, Acc>(o, b, v, n);
         }
         else
 #endif
