@@ -70,8 +70,8 @@ def _as_bf16(x, name: str) -> np.ndarray:
 def _result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype:
     """Result dtype for out_dtype=None: bfloat16 @ bfloat16 stays bfloat16, mixed inputs follow
     the package's promotion table (bfloat16 @ float32 -> float32, ...)."""
-    dt = np.result_type(np.empty(0, a.dtype) + np.empty(0, b.dtype)) if (
-        a.dtype != b.dtype) else a.dtype
+    # np.result_type cannot promote bfloat16 with most types; the ufunc promoters can
+    dt = a.dtype if a.dtype == b.dtype else (np.empty(0, a.dtype) + np.empty(0, b.dtype)).dtype
     if dt.kind in "biu":  # integers convert to bfloat16 like everything else
         return _BF16
     return dt
