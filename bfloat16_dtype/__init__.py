@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _ext
 from ._ext import bfloat16
+from ._config import config, show_config
 from ._finfo import register_finfo
 from ._printing import install as _install_printing
 
@@ -36,4 +37,4 @@ from .linalg import (dot, get_num_threads, inner, matmul, matvec, num_threads,  
                      set_num_threads, vdot, vecmat)
 
 __all__ = ["bfloat16", "dtype", "finfo", "__version__", "numerics", "matmul", "dot", "matvec", "vecmat",
-           "vdot", "inner", "get_num_threads", "set_num_threads", "num_threads"]
+           "vdot", "inner", "get_num_threads", "set_num_threads", "num_threads", "config", "show_config"]

@@ -16,6 +16,7 @@
  */
 #include "kernels.h"
 #include "bf16.h"
+#include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -398,8 +399,7 @@ void bf16_kernels_init(void)
 {
     const kernel_table *t = &table_generic;
 #if defined(BF16K_X86)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) t = &table_avx2;
+    if (bf16_cpu_tier() >= BF16_TIER_AVX2) t = &table_avx2;
 #endif
 #if defined(__GNUC__) || defined(__clang__)
     __atomic_store_n(&g_table, t, __ATOMIC_RELEASE);

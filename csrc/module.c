@@ -5,9 +5,27 @@
 #define BF16_IMPORT_ARRAY
 #include "module.h"
 #include "kernels.h"
+#include "cpu.h"
+
+/* _ext._cpu_info() -> dict: detected tier, cap, tier in force, and why detection stopped. */
+static PyObject *cpu_info(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s}", "tier", bf16_tier_name(bf16_cpu_tier()),
+                         "detected", bf16_tier_name(bf16_cpu_detected()), "cap",
+                         bf16_tier_name(bf16_cpu_cap()), "env", bf16_cpu_env_value(), "reason",
+                         bf16_cpu_detect_reason());
+}
+
+static PyMethodDef ext_methods[] = {
+    {"_cpu_info", cpu_info, METH_NOARGS, "The instruction-set tier chosen at import, and why."},
+    {NULL, NULL, 0, NULL},
+};
 
 static struct PyModuleDef ext_module = {
     PyModuleDef_HEAD_INIT,
+    .m_methods = ext_methods,
     .m_name = "bfloat16_dtype._ext",
     .m_doc = "C core of bfloat16_dtype: the bfloat16 scalar, dtype, casts, ufunc loops, matmul.",
     .m_size = -1,
@@ -18,6 +36,12 @@ PyInit__ext(void)
 {
     import_array();
     import_umath();
+    if (bf16_cpu_init() < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "BFLOAT16_DTYPE_ISA='%s' is not a tier: use baseline, avx2, avx512 or avx512bf16",
+                     bf16_cpu_env_value());
+        return NULL;
+    }
     bf16_kernels_init();
 
     PyObject *m = PyModule_Create(&ext_module);

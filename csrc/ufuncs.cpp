@@ -8,6 +8,7 @@
 #include "module.h"
 #include "kernels.h"
 #include "ufunc_ops.h"
+#include "cpu.h"
 
 #include <algorithm>
 #include <atomic>
@@ -1086,8 +1087,7 @@ extern "C" int
 init_ufuncs(PyObject *module)
 {
 #ifdef BF16_HAVE_AVX2_BUILD
-    __builtin_cpu_init();
-    use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    use_avx2 = bf16_cpu_tier() >= BF16_TIER_AVX2;
 #endif
     if (PyModule_AddStringConstant(module, "_simd", use_avx2 ? "avx2" : "baseline") < 0) {
         return -1;

@@ -9,6 +9,7 @@
 #endif
 #include "gemm.h"
 #include "gemm_internal.h"
+#include "cpu.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -131,9 +132,7 @@ static const bg_kernels *select_kernels(void)
     static atomic_int choice; /* 0 unknown, 1 portable, 2 avx2 */
     int c = atomic_load_explicit(&choice, memory_order_relaxed);
     if (c == 0) {
-        __builtin_cpu_init();
-        c = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 2 : 1;
-        if (getenv("BFLOAT16_DTYPE_GEMM_PORTABLE")) c = 1; /* testing hook: force the portable path */
+        c = bf16_cpu_tier() >= BF16_TIER_AVX2 ? 2 : 1;
         atomic_store_explicit(&choice, c, memory_order_relaxed);
     }
     return c == 2 ? &bg_kernels_avx2 : &kernels_portable;

@@ -1,0 +1,118 @@
+/*
+ * cpu.c - CPUID/XGETBV probe for the tiers in cpu.h, and the BFLOAT16_DTYPE_ISA cap.
+ *
+ * A tier needs both the instructions (CPUID) and the operating system saving their registers
+ * (XCR0 via XGETBV): a CPU with AVX-512 under an OS that does not save ZMM state must not use it.
+ */
+#include "cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#define BF16_CPU_X86 1
+#include <cpuid.h>
+#endif
+
+static bf16_tier g_detected = BF16_TIER_BASELINE;
+static bf16_tier g_cap = (bf16_tier)(BF16_TIER_COUNT - 1);
+static bf16_tier g_tier = BF16_TIER_BASELINE;
+static const char *g_reason = "not probed";
+static char g_env[32] = "";
+
+static const char *const tier_names[BF16_TIER_COUNT] = {"baseline", "avx2", "avx512", "avx512bf16"};
+
+const char *bf16_tier_name(bf16_tier t)
+{
+    return (t >= 0 && t < BF16_TIER_COUNT) ? tier_names[t] : "unknown";
+}
+
+#ifdef BF16_CPU_X86
+static unsigned long long read_xcr0(void)
+{
+    unsigned int lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+static bf16_tier probe(const char **reason)
+{
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) {
+        *reason = "CPUID leaf 1 unavailable";
+        return BF16_TIER_BASELINE;
+    }
+    const int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !avx) {
+        *reason = "CPU or OS lacks AVX";
+        return BF16_TIER_BASELINE;
+    }
+    const unsigned long long xcr0 = read_xcr0();
+    if ((xcr0 & 0x6) != 0x6) {
+        *reason = "OS does not save YMM registers";
+        return BF16_TIER_BASELINE;
+    }
+    if (__get_cpuid_max(0, NULL) < 7) {
+        *reason = "CPUID leaf 7 unavailable";
+        return BF16_TIER_BASELINE;
+    }
+    __cpuid_count(7, 0, a, b, c, d);
+    const int avx2 = (b >> 5) & 1;
+    if (!avx2 || !fma || !f16c) {
+        *reason = "CPU lacks avx2/fma/f16c";
+        return BF16_TIER_BASELINE;
+    }
+    const int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1, avx512bw = (b >> 30) & 1,
+              avx512vl = (b >> 31) & 1;
+    if (!(avx512f && avx512dq && avx512bw && avx512vl)) {
+        *reason = "CPU lacks avx512f/bw/vl/dq";
+        return BF16_TIER_AVX2;
+    }
+    if ((xcr0 & 0xE0) != 0xE0) {
+        *reason = "OS does not save ZMM/opmask registers";
+        return BF16_TIER_AVX2;
+    }
+    unsigned int a1, b1, c1, d1;
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    if (!((a1 >> 5) & 1)) {
+        *reason = "CPU lacks avx512_bf16";
+        return BF16_TIER_AVX512;
+    }
+    *reason = "CPU has every tier";
+    return BF16_TIER_AVX512BF16;
+}
+#else
+static bf16_tier probe(const char **reason)
+{
+    *reason = "not an x86-64 CPU: only the portable kernels are built";
+    return BF16_TIER_BASELINE;
+}
+#endif
+
+int bf16_cpu_init(void)
+{
+    g_detected = probe(&g_reason);
+    g_cap = (bf16_tier)(BF16_TIER_COUNT - 1);
+    g_env[0] = '\0';
+    const char *env = getenv("BFLOAT16_DTYPE_ISA");
+    int ok = 1;
+    if (env != NULL && env[0] != '\0') {
+        strncpy(g_env, env, sizeof g_env - 1);
+        g_env[sizeof g_env - 1] = '\0';
+        ok = 0;
+        for (int t = 0; t < BF16_TIER_COUNT; t++) {
+            if (strcmp(env, tier_names[t]) == 0) {
+                g_cap = (bf16_tier)t;
+                ok = 1;
+            }
+        }
+    }
+    g_tier = g_detected < g_cap ? g_detected : g_cap;
+    return ok ? 0 : -1;
+}
+
+bf16_tier bf16_cpu_tier(void) { return g_tier; }
+bf16_tier bf16_cpu_detected(void) { return g_detected; }
+bf16_tier bf16_cpu_cap(void) { return g_cap; }
+const char *bf16_cpu_env_value(void) { return g_env; }
+const char *bf16_cpu_detect_reason(void) { return g_reason; }
