@@ -10,8 +10,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def sources():
     found = []
-    for pattern in ("csrc/*.c", "csrc/*.cpp", "csrc/matmul/*.c"):
-        found += sorted(glob.glob(os.path.join(HERE, pattern)))
+    for pattern in ("csrc/**/*.c", "csrc/**/*.cpp"):
+        found += sorted(glob.glob(os.path.join(HERE, pattern), recursive=True))
     return [os.path.relpath(p, HERE) for p in found]
 
 
