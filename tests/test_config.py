@@ -1,0 +1,88 @@
+"""The one CPU probe (csrc/cpu.c), the BFLOAT16_DTYPE_ISA cap and show_config()."""
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import bfloat16_dtype
+from bfloat16_dtype._config import TIERS
+
+
+def cpu_flags():
+    """The CPU's feature flags read independently from /proc/cpuinfo (Linux only)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def expected_tier(flags):
+    if not {"avx", "avx2", "fma", "f16c"} <= flags:
+        return "baseline"
+    if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "avx2"
+    if "avx512_bf16" not in flags:
+        return "avx512"
+    return "avx512bf16"
+
+
+def run_with_isa(value, code):
+    env = dict(os.environ)
+    if value is None:
+        env.pop("BFLOAT16_DTYPE_ISA", None)
+    else:
+        env["BFLOAT16_DTYPE_ISA"] = value
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+INFO = "import json, bfloat16_dtype as b; print(json.dumps(b.config()))"
+
+
+def test_detected_tier_matches_proc_cpuinfo():
+    flags = cpu_flags()
+    if flags is None:
+        pytest.skip("no /proc/cpuinfo flags on this system")
+    out = run_with_isa(None, INFO)
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["detected"] == expected_tier(flags)
+    assert info["tier"] == info["detected"]
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_cap_lowers_the_tier(tier):
+    out = run_with_isa(tier, INFO)
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["cap"] == tier and info["env"] == tier
+    want = min(TIERS.index(tier), TIERS.index(info["detected"]))
+    assert info["tier"] == TIERS[want]
+    if tier == "baseline":
+        # every component reports its portable path
+        assert info["components"]["ufunc loops"] == "baseline"
+        assert info["components"]["conversions, reductions, sort"] in ("generic", "baseline")
+        assert info["components"]["matmul (GEMM/GEMV)"].startswith("portable")
+
+
+def test_unknown_tier_is_a_clear_error():
+    out = run_with_isa("avx1024", "import bfloat16_dtype")
+    assert out.returncode != 0
+    assert "ValueError" in out.stderr and "'avx1024'" in out.stderr and "BFLOAT16_DTYPE_ISA" in out.stderr
+
+
+def test_show_config_prints_every_component():
+    buf = io.StringIO()
+    bfloat16_dtype.show_config(file=buf)
+    text = buf.getvalue()
+    info = bfloat16_dtype.config()
+    assert f"tier in force: {info['tier']}" in text
+    for name, kernel in info["components"].items():
+        assert name in text and kernel in text
