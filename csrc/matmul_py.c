@@ -7,19 +7,39 @@
 #include "module.h"
 #include "matmul/gemm.h"
 
+/*
+ * Sets the Python exception for a failed bf16_gemm call (rc < 0). Takes the GIL itself: numpy
+ * may run the gufunc loops below with the GIL released.
+ */
+static void
+set_gemm_error(int rc, npy_intp M, npy_intp N, npy_intp K, int nthreads)
+{
+    PyGILState_STATE st = PyGILState_Ensure();
+    if (rc == BF16_GEMM_ETOOBIG) {
+        PyErr_Format(PyExc_ValueError,
+                     "bfloat16 matmul: (M, N, K) = (%zd, %zd, %zd) exceeds the kernel's limit of "
+                     "2**40 per dimension", (Py_ssize_t)M, (Py_ssize_t)N, (Py_ssize_t)K);
+    } else {
+        PyErr_Format(PyExc_MemoryError,
+                     "bfloat16 matmul: could not allocate the kernel's workspace (up to %lld bytes) "
+                     "for (M, N, K) = (%zd, %zd, %zd)",
+                     (long long)bf16_gemm_workspace_bytes(M, N, K, nthreads),
+                     (Py_ssize_t)M, (Py_ssize_t)N, (Py_ssize_t)K);
+    }
+    PyGILState_Release(st);
+}
+
 /* (m,n),(n,p)->(m,p); numpy passes outer-loop steps then the core strides */
 static void
 matmul_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
 {
     npy_intp outer = dims[0], m = dims[1], n = dims[2], p = dims[3];
     for (npy_intp i = 0; i < outer; i++) {
-        if (bf16_gemm(m, p, n, args[0] + i * steps[0], steps[3], steps[4],
-                      args[1] + i * steps[1], steps[5], steps[6],
-                      args[2] + i * steps[2], steps[7], steps[8], 1, 0) < 0) {
-            NPY_ALLOW_C_API_DEF
-            NPY_ALLOW_C_API
-            PyErr_NoMemory();
-            NPY_DISABLE_C_API
+        int rc = bf16_gemm(m, p, n, args[0] + i * steps[0], steps[3], steps[4],
+                           args[1] + i * steps[1], steps[5], steps[6],
+                           args[2] + i * steps[2], steps[7], steps[8], 1, 0);
+        if (rc < 0) {
+            set_gemm_error(rc, m, p, n, 0);
             return;
         }
     }
@@ -32,9 +52,11 @@ vecdot_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_
     npy_intp outer = dims[0], n = dims[1];
     for (npy_intp i = 0; i < outer; i++) {
         /* a 1 x n row times an n x 1 column */
-        if (bf16_gemm(1, 1, n, args[0] + i * steps[0], 0, steps[3],
-                      args[1] + i * steps[1], steps[4], 0,
-                      args[2] + i * steps[2], 0, 0, 1, 1) < 0) {
+        int rc = bf16_gemm(1, 1, n, args[0] + i * steps[0], 0, steps[3],
+                           args[1] + i * steps[1], steps[4], 0,
+                           args[2] + i * steps[2], 0, 0, 1, 1);
+        if (rc < 0) {
+            set_gemm_error(rc, 1, 1, n, 1);
             return;
         }
     }
@@ -46,9 +68,11 @@ matvec_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_
 {
     npy_intp outer = dims[0], m = dims[1], n = dims[2];
     for (npy_intp i = 0; i < outer; i++) {
-        if (bf16_gemm(m, 1, n, args[0] + i * steps[0], steps[3], steps[4],
-                      args[1] + i * steps[1], steps[5], 0,
-                      args[2] + i * steps[2], steps[6], 0, 1, 0) < 0) {
+        int rc = bf16_gemm(m, 1, n, args[0] + i * steps[0], steps[3], steps[4],
+                           args[1] + i * steps[1], steps[5], 0,
+                           args[2] + i * steps[2], steps[6], 0, 1, 0);
+        if (rc < 0) {
+            set_gemm_error(rc, m, 1, n, 0);
             return;
         }
     }
@@ -60,9 +84,11 @@ vecmat_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_
 {
     npy_intp outer = dims[0], n = dims[1], m = dims[2];
     for (npy_intp i = 0; i < outer; i++) {
-        if (bf16_gemm(1, m, n, args[0] + i * steps[0], 0, steps[3],
-                      args[1] + i * steps[1], steps[4], steps[5],
-                      args[2] + i * steps[2], 0, steps[6], 1, 0) < 0) {
+        int rc = bf16_gemm(1, m, n, args[0] + i * steps[0], 0, steps[3],
+                           args[1] + i * steps[1], steps[4], steps[5],
+                           args[2] + i * steps[2], 0, steps[6], 1, 0);
+        if (rc < 0) {
+            set_gemm_error(rc, 1, m, n, 0);
             return;
         }
     }
@@ -111,15 +137,16 @@ gemm_py(PyObject *NPY_UNUSED(self), PyObject *args)
     }
     npy_intp *ta = PyArray_STRIDES(a), *tb = PyArray_STRIDES(b), *to = PyArray_STRIDES(out);
     char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b), *po = PyArray_BYTES(out);
-    int failed = 0;
+    int rc = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (npy_intp i = 0; i < batch && !failed; i++) {
-        failed = bf16_gemm(M, N, K, pa + i * ta[0], ta[1], ta[2], pb + i * tb[0], tb[1], tb[2],
-                           po + i * to[0], to[1], to[2], out_bf16, nthreads) < 0;
+    for (npy_intp i = 0; i < batch && rc == 0; i++) {
+        rc = bf16_gemm(M, N, K, pa + i * ta[0], ta[1], ta[2], pb + i * tb[0], tb[1], tb[2],
+                       po + i * to[0], to[1], to[2], out_bf16, nthreads);
     }
     Py_END_ALLOW_THREADS
-    if (failed) {
-        return PyErr_NoMemory();
+    if (rc < 0) {
+        set_gemm_error(rc, M, N, K, nthreads);
+        return NULL;
     }
     Py_RETURN_NONE;
 }

@@ -8,8 +8,7 @@
 #define _GNU_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
 #endif
 #include "gemm.h"
-#include "gemm_internal.h"
-#include "cpu.h"
+#include "kernel.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,8 +18,12 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------------
- * Portable kernels. Same summation order as the SIMD ones (see gemm_internal.h).
+ * Portable kernels (tier baseline). Same summation order as the AVX2 ones (see kernel.h), so the
+ * two tiers give the same bits.
  * ---------------------------------------------------------------------------------------------- */
+
+#define BG_MR 6
+#define BG_NR 16
 
 static void ukernel_portable(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                              int accumulate)
@@ -41,41 +44,51 @@ static void ukernel_portable(int64_t kc, const float *a, const float *b, float *
     }
 }
 
-void bg_pack_a_generic(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+void bg_pack_a_generic(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst, int MR)
 {
-    for (int64_t ir = 0; ir < mc; ir += BG_MR) {
-        int64_t mr = mc - ir < BG_MR ? mc - ir : BG_MR;
-        for (int64_t i = 0; i < BG_MR; i++) {
+    for (int64_t ir = 0; ir < mc; ir += MR) {
+        int64_t mr = mc - ir < MR ? mc - ir : MR;
+        for (int64_t i = 0; i < MR; i++) {
             float *d = dst + i;
             if (i < mr) {
                 const unsigned char *row = a->p + (i0 + ir + i) * a->rs + p0 * a->cs;
-                for (int64_t k = 0; k < kc; k++) d[k * BG_MR] = bg_load(row + k * a->cs);
+                for (int64_t k = 0; k < kc; k++) d[k * MR] = bg_load(row + k * a->cs);
             } else {
-                for (int64_t k = 0; k < kc; k++) d[k * BG_MR] = 0.0f;
+                for (int64_t k = 0; k < kc; k++) d[k * MR] = 0.0f;
             }
         }
-        dst += BG_MR * kc;
+        dst += MR * kc;
     }
 }
 
-void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst, int NR)
 {
-    for (int64_t jr = 0; jr < nc; jr += BG_NR) {
-        int64_t nr = nc - jr < BG_NR ? nc - jr : BG_NR;
+    for (int64_t jr = 0; jr < nc; jr += NR) {
+        int64_t nr = nc - jr < NR ? nc - jr : NR;
         for (int64_t k = 0; k < kc; k++) {
             const unsigned char *row = b->p + (p0 + k) * b->rs + (j0 + jr) * b->cs;
-            float *d = dst + k * BG_NR;
+            float *d = dst + k * NR;
             int64_t j = 0;
             for (; j < nr; j++) d[j] = bg_load(row + j * b->cs);
-            for (; j < BG_NR; j++) d[j] = 0.0f;
+            for (; j < NR; j++) d[j] = 0.0f;
         }
-        dst += BG_NR * kc;
+        dst += NR * kc;
     }
+}
+
+static void pack_a_portable(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+{
+    bg_pack_a_generic(a, i0, mc, p0, kc, dst, BG_MR);
+}
+
+static void pack_b_portable(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+{
+    bg_pack_b_generic(b, p0, kc, j0, nc, dst, BG_NR);
 }
 
 /* Dot products in the order of the AVX2 kernel: 8 lane sums, lane l takes the k with
  * (k mod 16) >> 1 == l in increasing k (the zero padding up to kpad included), then bg_hsum8.
- * V is packed as described in gemm_internal.h (bg_gemv_rows_fn). */
+ * V is packed with KU = 16 as described in kernel.h (bg_gemv_rows_fn). */
 static void gemv_rows_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                int64_t kpad, int64_t n, const bg_out *c)
 {
@@ -84,8 +97,8 @@ static void gemv_rows_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t
         for (int64_t j = 0; j < n; j++) {
             float acc[8];
             for (int l = 0; l < 8; l++) acc[l] = 0.0f;
-            for (int64_t k = 0; k < kpad; k += BG_GEMV_KU) {
-                const float *v = vt + ((k / BG_GEMV_KU) * n + j) * BG_GEMV_KU;
+            for (int64_t k = 0; k < kpad; k += 16) {
+                const float *v = vt + ((k / 16) * n + j) * 16;
                 for (int l = 0; l < 8; l++) { /* even k of the block: v[l], odd k: v[l + 8] */
                     float x0 = k + 2 * l < K ? bg_load(row + (k + 2 * l) * 2) : 0.0f;
                     float x1 = k + 2 * l + 1 < K ? bg_load(row + (k + 2 * l + 1) * 2) : 0.0f;
@@ -117,31 +130,48 @@ void bg_write_block_generic(const bg_out *c, int64_t i0, int64_t j0, const float
         for (int64_t j = 0; j < nr; j++) bg_store(c, i0 + i, j0 + j, t[i * ld + j]);
 }
 
-static const bg_kernels kernels_portable = {
-    "portable 6x16", ukernel_portable, bg_write_block_generic, bg_pack_a_generic, bg_pack_b_generic,
-    gemv_rows_portable, gemv_cols_portable,
+const bg_kernel bg_kernel_portable = {
+    .name = "baseline: portable C, float32 6x16",
+    .tier = BF16_TIER_BASELINE,
+    .mr = BG_MR, .nr = BG_NR, .kc = 256, .mc = 144, .nc = 4096,
+    .pack = BG_PACK_F32,
+    .gemv_ku = 16,
+    .ukernel = ukernel_portable,
+    .write_block = bg_write_block_generic,
+    .pack_a = pack_a_portable,
+    .pack_b = pack_b_portable,
+    .gemv_rows = gemv_rows_portable,
+    .gemv_cols = gemv_cols_portable,
 };
+#undef BG_MR
+#undef BG_NR
 
 /* ------------------------------------------------------------------------------------------------
  * Runtime dispatch and thread count
  * ---------------------------------------------------------------------------------------------- */
 
-static const bg_kernels *select_kernels(void)
-{
-#ifdef BG_HAVE_X86
-    static atomic_int choice; /* 0 unknown, 1 portable, 2 avx2 */
-    int c = atomic_load_explicit(&choice, memory_order_relaxed);
-    if (c == 0) {
-        c = bf16_cpu_tier() >= BF16_TIER_AVX2 ? 2 : 1;
-        atomic_store_explicit(&choice, c, memory_order_relaxed);
-    }
-    return c == 2 ? &bg_kernels_avx2 : &kernels_portable;
-#else
-    return &kernels_portable;
+/* Every kernel, highest tier first. Adding a kernel: its file and one row here. */
+static const bg_kernel *const kernel_table[] = {
+#ifdef BG_HAVE_AVX512
+    &bg_kernel_avx512,
 #endif
+#ifdef BG_HAVE_X86
+    &bg_kernel_avx2,
+#endif
+    &bg_kernel_portable,
+};
+
+/* The first row whose tier the CPU (capped by BFLOAT16_DTYPE_ISA) supports. The tier is fixed at
+ * import, so the choice never changes afterwards. */
+static const bg_kernel *select_kernel(void)
+{
+    bf16_tier t = bf16_cpu_tier();
+    for (size_t i = 0; i < sizeof kernel_table / sizeof kernel_table[0]; i++)
+        if (kernel_table[i]->tier <= t) return kernel_table[i];
+    return &bg_kernel_portable;
 }
 
-const char *bf16_gemm_kernel_name(void) { return select_kernels()->name; }
+const char *bf16_gemm_kernel_name(void) { return select_kernel()->name; }
 
 static atomic_int g_num_threads; /* 0: not chosen yet */
 
@@ -232,7 +262,7 @@ typedef struct {
 typedef struct {
     const struct bg_problem_s *p;
     const bg_plan *pl;
-    const bg_kernels *kt;
+    const bg_kernel *kt;
     int64_t m0, m1, n0, n1;
     unsigned char *ws;       /* this thread's workspace */
     const float *v;          /* GEMV: packed vector block (shared, read only) */
@@ -260,18 +290,18 @@ static int gemv_fits(int layout, int64_t n)
 }
 
 /* Workspace of one GEMM thread owning rows/columns of size m x n. */
-static void gemm_sizes(bg_plan *pl, int64_t m, int64_t n, int64_t K)
+static void gemm_sizes(bg_plan *pl, const bg_kernel *kt, int64_t m, int64_t n, int64_t K)
 {
-    int64_t kc = min64(BG_KC, K);
+    int64_t kc = min64(kt->kc, K);
     int64_t nc = min64(pl->nc, n);
-    pl->ws_b = round_up(kc * round_up(nc, BG_NR) * 4, BG_ALIGN);
-    pl->ws_a = round_up(round_up(min64(BG_MC, m), BG_MR) * kc * 4, BG_ALIGN);
-    pl->ws_tile = pl->use_tile ? round_up(round_up(min64(pl->mb, m), BG_MR) * round_up(nc, BG_NR) * 4, BG_ALIGN) : 0;
+    pl->ws_b = round_up(kc * round_up(nc, kt->nr) * 4, BG_ALIGN);
+    pl->ws_a = round_up(round_up(min64(kt->mc, m), kt->mr) * kc * 4, BG_ALIGN);
+    pl->ws_tile = pl->use_tile ? round_up(round_up(min64(pl->mb, m), kt->mr) * round_up(nc, kt->nr) * 4, BG_ALIGN) : 0;
     pl->ws_thread = pl->ws_b + pl->ws_a + pl->ws_tile;
 }
 
 /* Decide path, threads and workspace. May transpose the problem (C^T = B^T A^T). */
-static void make_plan(bg_problem *p, int nthreads, bg_plan *pl)
+static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     /* Prefer C with contiguous rows: the micro-kernel writes rows. */
@@ -289,7 +319,7 @@ static void make_plan(bg_problem *p, int nthreads, bg_plan *pl)
 
     if (pl->path != PATH_GEMM) {
         int64_t n = p->N;
-        pl->kpad = round_up(p->K, BG_GEMV_KU);
+        pl->kpad = round_up(p->K, kt->gemv_ku);
         int64_t vfloats = pl->path == PATH_GEMV_ROWS ? pl->kpad * n : p->K * n;
         pl->ws_v = round_up(vfloats * 4, BG_ALIGN);
         double bytes = 2.0 * (double)p->M * (double)p->K;
@@ -304,22 +334,22 @@ static void make_plan(bg_problem *p, int nthreads, bg_plan *pl)
     }
 
     pl->direct = !p->c.bf16 && p->c.cs == 4 && p->c.rs % 4 == 0 && ((uintptr_t)p->c.p % 4) == 0;
-    pl->use_tile = !pl->direct && p->K > BG_KC;
-    pl->nc = pl->use_tile ? BG_TILE_N : BG_NC;
+    pl->use_tile = !pl->direct && p->K > kt->kc;
+    pl->nc = pl->use_tile ? BG_TILE_N : kt->nc;
     pl->mb = pl->use_tile ? BG_TILE_M : INT64_MAX;
 
     double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
     int64_t t = flops < BG_GEMM_MT_FLOPS ? 1 : nthreads;
     pl->split_m = p->M >= p->N;
-    int64_t len = pl->split_m ? p->M : p->N, unit = pl->split_m ? BG_MR : BG_NR;
+    int64_t len = pl->split_m ? p->M : p->N, unit = pl->split_m ? kt->mr : kt->nr;
     t = min64(t, ceil_div(len, unit));
     pl->nthreads = (int)max64(t, 1);
     pl->chunk = round_up(ceil_div(len, pl->nthreads), unit);
     pl->nthreads = (int)ceil_div(len, pl->chunk);
     if (pl->split_m)
-        gemm_sizes(pl, pl->chunk, p->N, p->K);
+        gemm_sizes(pl, kt, pl->chunk, p->N, p->K);
     else
-        gemm_sizes(pl, p->M, pl->chunk, p->K);
+        gemm_sizes(pl, kt, p->M, pl->chunk, p->K);
     pl->ws_total = pl->ws_thread * pl->nthreads;
     add_thread_bookkeeping(pl);
 }
@@ -333,12 +363,12 @@ static void gemm_thread(const bg_task *tk)
 {
     const bg_problem *p = tk->p;
     const bg_plan *pl = tk->pl;
-    const bg_kernels *kt = tk->kt;
-    const int64_t K = p->K;
+    const bg_kernel *kt = tk->kt;
+    const int64_t K = p->K, MR = kt->mr, NR = kt->nr, KC = kt->kc, MC = kt->mc;
     float *bp = (float *)(void *)tk->ws;
     float *ap = (float *)(void *)(tk->ws + pl->ws_b);
     float *tile = (float *)(void *)(tk->ws + pl->ws_b + pl->ws_a);
-    float buf[BG_MR * BG_NR] __attribute__((aligned(32)));
+    float buf[BG_MAX_MR * BG_MAX_NR] __attribute__((aligned(64)));
     float *cf = (float *)(void *)p->c.p; /* only dereferenced when pl->direct */
     const int64_t ldc = p->c.rs / 4;
 
@@ -346,35 +376,35 @@ static void gemm_thread(const bg_task *tk)
         int64_t mb = min64(pl->mb, tk->m1 - ib);
         for (int64_t jc = tk->n0; jc < tk->n1; jc += pl->nc) {
             int64_t nc = min64(pl->nc, tk->n1 - jc);
-            int64_t ldt = round_up(nc, BG_NR);
-            for (int64_t pc = 0; pc < K; pc += BG_KC) {
-                int64_t kc = min64(BG_KC, K - pc);
+            int64_t ldt = round_up(nc, NR);
+            for (int64_t pc = 0; pc < K; pc += KC) {
+                int64_t kc = min64(KC, K - pc);
                 int acc = pc > 0;
                 kt->pack_b(&p->b, pc, kc, jc, nc, bp);
-                for (int64_t ic = ib; ic < ib + mb; ic += BG_MC) {
-                    int64_t mc = min64(BG_MC, ib + mb - ic);
+                for (int64_t ic = ib; ic < ib + mb; ic += MC) {
+                    int64_t mc = min64(MC, ib + mb - ic);
                     kt->pack_a(&p->a, ic, mc, pc, kc, ap);
-                    for (int64_t jr = 0; jr < nc; jr += BG_NR) {
-                        int64_t nr = min64(BG_NR, nc - jr);
+                    for (int64_t jr = 0; jr < nc; jr += NR) {
+                        int64_t nr = min64(NR, nc - jr);
                         const float *bpj = bp + jr * kc;
-                        for (int64_t ir = 0; ir < mc; ir += BG_MR) {
-                            int64_t mr = min64(BG_MR, mc - ir);
+                        for (int64_t ir = 0; ir < mc; ir += MR) {
+                            int64_t mr = min64(MR, mc - ir);
                             const float *api = ap + ir * kc;
                             int64_t i = ic + ir, j = jc + jr;
                             if (pl->use_tile) {
                                 kt->ukernel(kc, api, bpj, tile + (i - ib) * ldt + jr, ldt, acc);
-                            } else if (pl->direct && mr == BG_MR && nr == BG_NR) {
+                            } else if (pl->direct && mr == MR && nr == NR) {
                                 kt->ukernel(kc, api, bpj, cf + i * ldc + j, ldc, acc);
                             } else if (pl->direct) {
-                                kt->ukernel(kc, api, bpj, buf, BG_NR, 0);
+                                kt->ukernel(kc, api, bpj, buf, NR, 0);
                                 for (int64_t r = 0; r < mr; r++) {
                                     float *crow = cf + (i + r) * ldc + j;
                                     for (int64_t s = 0; s < nr; s++)
-                                        crow[s] = acc ? crow[s] + buf[r * BG_NR + s] : buf[r * BG_NR + s];
+                                        crow[s] = acc ? crow[s] + buf[r * NR + s] : buf[r * NR + s];
                                 }
                             } else { /* K <= KC: the block is final, round it straight out */
-                                kt->ukernel(kc, api, bpj, buf, BG_NR, 0);
-                                kt->write_block(&p->c, i, j, buf, BG_NR, mr, nr);
+                                kt->ukernel(kc, api, bpj, buf, NR, 0);
+                                kt->write_block(&p->c, i, j, buf, NR, mr, nr);
                             }
                         }
                     }
@@ -389,15 +419,16 @@ static void gemm_thread(const bg_task *tk)
  * GEMV
  * ---------------------------------------------------------------------------------------------- */
 
-static void pack_vector(const bg_problem *p, const bg_plan *pl, float *v)
+static void pack_vector(const bg_problem *p, const bg_plan *pl, int ku, float *v)
 {
     int64_t K = p->K, n = p->N;
-    if (pl->path == PATH_GEMV_ROWS) { /* 16-k blocks, columns interleaved, even k then odd k */
-        for (int64_t k0 = 0; k0 < pl->kpad; k0 += BG_GEMV_KU)
+    if (pl->path == PATH_GEMV_ROWS) { /* ku-k blocks, columns interleaved, even k then odd k */
+        const int half = ku / 2;
+        for (int64_t k0 = 0; k0 < pl->kpad; k0 += ku)
             for (int64_t j = 0; j < n; j++) {
-                float *d = v + ((k0 / BG_GEMV_KU) * n + j) * BG_GEMV_KU;
-                for (int l = 0; l < BG_GEMV_KU; l++) {
-                    int64_t k = k0 + (l < 8 ? 2 * l : 2 * (l - 8) + 1);
+                float *d = v + ((k0 / ku) * n + j) * ku;
+                for (int l = 0; l < ku; l++) {
+                    int64_t k = k0 + (l < half ? 2 * l : 2 * (l - half) + 1);
                     d[l] = k < K ? bg_load(p->b.p + k * p->b.rs + j * p->b.cs) : 0.0f;
                 }
             }
@@ -451,8 +482,12 @@ typedef struct {
     atomic_int pending;   /* workers still running the current job */
     atomic_int busy;      /* 1 while a call owns the pool */
     int nworkers;         /* protected by mu */
-    bg_task *tasks;       /* current job, published by gen */
+    bg_task *tasks;       /* current job: written under mu before gen is released, read after it */
     int ntasks;
+    /* gen at the time worker w was created (written under mu before pthread_create, which orders
+     * it before the worker's first read): a worker created during job g must wait for g + 1, the
+     * job it is counted in, and never read the tasks of the job already running. */
+    unsigned start_gen[BG_POOL_MAX];
 } bg_pool;
 
 static bg_pool g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
@@ -483,7 +518,7 @@ static inline void cpu_relax(void)
 static void *pool_worker(void *arg)
 {
     int w = (int)(intptr_t)arg;
-    unsigned seen = 0;
+    unsigned seen = g_pool.start_gen[w];
     for (;;) {
         unsigned g;
         int spins = 0;
@@ -518,8 +553,9 @@ static int pool_run(bg_task *tasks, int nt)
     while (g_pool.nworkers < want) {
         pthread_t tid;
         pthread_attr_t attr;
-        int ok = pthread_attr_init(&attr) == 0;
-        if (ok) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_attr_init(&attr) != 0) break;
+        int ok = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
+        g_pool.start_gen[g_pool.nworkers] = atomic_load(&g_pool.gen);
         ok = ok && pthread_create(&tid, &attr, pool_worker, (void *)(intptr_t)g_pool.nworkers) == 0;
         pthread_attr_destroy(&attr);
         if (!ok) break;
@@ -550,7 +586,7 @@ static int pool_run(bg_task *tasks, int nt)
     return 0;
 }
 
-static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernels *kt, unsigned char *ws,
+static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel *kt, unsigned char *ws,
                          const float *v)
 {
     int nt = pl->nthreads;
@@ -602,23 +638,23 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
     if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
     if (nthreads > BG_MAX_THREADS) nthreads = BG_MAX_THREADS;
     /* Sizes beyond this cannot describe real memory; refusing them keeps every size product in range. */
-    if (K > (INT64_C(1) << 40) || M > (INT64_C(1) << 40) || N > (INT64_C(1) << 40)) return -1;
+    if (K > BF16_GEMM_MAX_DIM || M > BF16_GEMM_MAX_DIM || N > BF16_GEMM_MAX_DIM) return BF16_GEMM_ETOOBIG;
 
-    const bg_kernels *kt = select_kernels();
+    const bg_kernel *kt = select_kernel();
     bg_plan pl;
-    make_plan(&p, nthreads, &pl);
+    make_plan(&p, kt, nthreads, &pl);
 
     unsigned char stack_ws[BG_STACK_BYTES] __attribute__((aligned(BG_ALIGN)));
     unsigned char *ws = stack_ws;
     void *heap = NULL;
     if (pl.ws_total > BG_STACK_BYTES) {
         if ((uint64_t)pl.ws_total > (uint64_t)SIZE_MAX || posix_memalign(&heap, BG_ALIGN, (size_t)pl.ws_total) != 0)
-            return -1;
+            return BF16_GEMM_ENOMEM;
         ws = heap;
     }
     const float *v = NULL;
     if (pl.path != PATH_GEMM) {
-        pack_vector(&p, &pl, (float *)(void *)ws);
+        pack_vector(&p, &pl, kt->gemv_ku, (float *)(void *)ws);
         v = (const float *)(void *)ws;
     }
     if (pl.nthreads <= 1) {
@@ -634,7 +670,7 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
 int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
 {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    if (K > (INT64_C(1) << 40) || M > (INT64_C(1) << 40) || N > (INT64_C(1) << 40)) return 0;
+    if (K > BF16_GEMM_MAX_DIM || M > BF16_GEMM_MAX_DIM || N > BF16_GEMM_MAX_DIM) return 0;
     if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
     if (nthreads > BG_MAX_THREADS) nthreads = BG_MAX_THREADS;
     /* The plan depends on strides only through the path taken; take the largest over the paths
@@ -653,7 +689,7 @@ int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
             p.c = (bg_out){(unsigned char *)NULL, 4 * n, 4, variant == 1};
             if (variant == 1) p.c.rs = 2 * n, p.c.cs = 2;
             bg_plan pl;
-            make_plan(&p, nthreads, &pl);
+            make_plan(&p, select_kernel(), nthreads, &pl);
             if (pl.ws_total > best) best = pl.ws_total;
         }
     return best > BG_STACK_BYTES ? best : 0;

@@ -13,13 +13,19 @@
 extern "C" {
 #endif
 
+#define BF16_GEMM_ENOMEM (-1)
+#define BF16_GEMM_ETOOBIG (-2)
+#define BF16_GEMM_MAX_DIM (INT64_C(1) << 40)
+
 /* C[M,N] = A[M,K] @ B[K,N]. A and B hold bfloat16 bits (uint16_t). All strides are in BYTES and may be
  * negative or zero (zero = broadcast) or not multiples of 2 (unaligned data: read with memcpy or unaligned loads).
  * Products are exact in float32, sums accumulate in float32. The output is written (overwritten, not added):
  * if c_is_bf16, each element is the float32 accumulator rounded once to bfloat16 (round-nearest-even via f32_to_bf16);
  * otherwise the float32 accumulator itself. K == 0 writes zeros. M == 0 or N == 0 does nothing.
- * nthreads <= 0 means "use bf16_gemm_get_num_threads()". Returns 0, or -1 if memory could not be allocated
- * (nothing else can fail). Must not touch Python; the caller releases the GIL around it. Thread-safe: may be
+ * nthreads <= 0 means "use bf16_gemm_get_num_threads()". Returns 0; BF16_GEMM_ENOMEM (-1) if the workspace
+ * (bf16_gemm_workspace_bytes) could not be allocated; BF16_GEMM_ETOOBIG (-2) if M, N or K exceeds
+ * BF16_GEMM_MAX_DIM (no real array is that large; only broadcast views can ask for it). Nothing else can
+ * fail, and on failure nothing has been written to C. Must not touch Python; the caller releases the GIL around it. Thread-safe: may be
  * called concurrently from several threads with identical results (results must not depend on thread count
  * either — partition so each output element's summation order is the same whatever the thread count).
  * C must not overlap A or B. */
@@ -34,7 +40,7 @@ int bf16_gemm_get_num_threads(void);
 void bf16_gemm_set_num_threads(int n);
 /* upper bound of the extra (heap) memory one call with these arguments allocates, in bytes */
 int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
-/* which micro-kernel runtime dispatch chose: "avx2-fma 6x16" or "portable 6x16" */
+/* which kernel runtime dispatch chose, starting with its tier: "avx512: ...", "avx2: ...", "baseline: ..." */
 const char *bf16_gemm_kernel_name(void);
 
 #ifdef __cplusplus

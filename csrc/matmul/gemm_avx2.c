@@ -3,20 +3,15 @@
  * kernels. Compiled for the baseline target like every other file; each function carries
  * target("avx2,fma") and is only called after runtime dispatch found both features.
  */
-#include "gemm_internal.h"
+#include "kernel.h"
 
 #ifdef BG_HAVE_X86
-#include <immintrin.h>
+#include "simd_x86.h"
 
 #define BG_TARGET __attribute__((target("avx2,fma")))
 #define BG_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
-
-/* 8 bfloat16 (16 bytes, any alignment) -> 8 float32: zero-extend to 32 bits, shift into the high half. */
-BG_INLINE __m256 widen8(const unsigned char *p)
-{
-    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
+#define BG_MR 6
+#define BG_NR 16
 
 /* ------------------------------------------------------------------------------------------------
  * Micro-kernel: 6 rows x 16 columns, 12 accumulators, one broadcast of A and two loads of B per k.
@@ -303,7 +298,7 @@ BG_INLINE __m128i round8_bf16(__m256 x)
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(pk, 0x08));
 }
 
-BG_TARGET static void write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+BG_TARGET void bg_write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                                        int64_t mr, int64_t nr)
 {
     if (c->bf16 && c->cs == 2) {
@@ -328,31 +323,10 @@ BG_TARGET static void write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, 
  * Packing with widening
  * ---------------------------------------------------------------------------------------------- */
 
-/* In-register transpose of an 8x8 float block held in r[0..7]. */
-BG_INLINE void transpose8(__m256 r[8])
-{
-    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
 {
     if (a->cs != 2) { /* K not contiguous: the generic packer (rows of A are read with stride) */
-        bg_pack_a_generic(a, i0, mc, p0, kc, dst);
+        bg_pack_a_generic(a, i0, mc, p0, kc, dst, BG_MR);
         return;
     }
     /* Rows contiguous in k: widen 8 k of each of 6 rows, transpose 8x8 (two rows unused), store
@@ -378,7 +352,7 @@ BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int6
             for (int i = 0; i < BG_MR; i++) dst[k * BG_MR + i] = bg_load(rp[i] + k * 2);
         dst += BG_MR * kc;
     }
-    if (ir < mc) bg_pack_a_generic(a, i0 + ir, mc - ir, p0, kc, dst);
+    if (ir < mc) bg_pack_a_generic(a, i0 + ir, mc - ir, p0, kc, dst, BG_MR);
 }
 
 BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
@@ -411,7 +385,7 @@ BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int6
             dst += BG_NR * kc;
         }
     }
-    if (jr < nc) bg_pack_b_generic(b, p0, kc, j0 + jr, nc - jr, dst);
+    if (jr < nc) bg_pack_b_generic(b, p0, kc, j0 + jr, nc - jr, dst, BG_NR);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -420,7 +394,7 @@ BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int6
  * Order (shared with the portable kernel): each output keeps 8 lane sums; lane l takes the k with
  * (k mod 16) >> 1 == l, in increasing k; then bg_hsum8. That is what one 32-byte load of 16
  * bfloat16 gives with two cheap widenings: x << 16 holds the even k, x & 0xffff0000 the odd k.
- * V is packed to match (see gemm_internal.h): 16-k block t of column j is 16 floats at
+ * V is packed to match (see kernel.h, gemv_ku = 16): 16-k block t of column j is 16 floats at
  * v + (t*n + j)*16, even k first, then odd k.
  *
  * Register tile: R rows x C columns of 8-lane accumulators (R*C <= 12), R widened rows and one V
@@ -561,7 +535,7 @@ BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, i
 
 #define BG_COLS_CHUNK 4096 /* floats of y per pass (16 KB, half of L1) */
 
-BG_TARGET static void gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
+BG_TARGET void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                                      int64_t n, const bg_out *c)
 {
     float y[BG_COLS_CHUNK] __attribute__((aligned(32)));
@@ -613,8 +587,18 @@ BG_TARGET static void gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, i
     }
 }
 
-const bg_kernels bg_kernels_avx2 = {
-    "avx2-fma 6x16", ukernel_avx2, write_block_avx2, pack_a_avx2, pack_b_avx2, gemv_rows_avx2, gemv_cols_avx2,
+const bg_kernel bg_kernel_avx2 = {
+    .name = "avx2: AVX2+FMA float32 6x16 (bfloat16 widened while packing)",
+    .tier = BF16_TIER_AVX2,
+    .mr = BG_MR, .nr = BG_NR, .kc = 256, .mc = 144, .nc = 4096,
+    .pack = BG_PACK_F32,
+    .gemv_ku = 16,
+    .ukernel = ukernel_avx2,
+    .write_block = bg_write_block_avx2,
+    .pack_a = pack_a_avx2,
+    .pack_b = pack_b_avx2,
+    .gemv_rows = gemv_rows_avx2,
+    .gemv_cols = bg_gemv_cols_avx2,
 };
 
 #endif /* BG_HAVE_X86 */

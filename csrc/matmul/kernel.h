@@ -1,0 +1,102 @@
+/*
+ * kernel.h - the GEMM/GEMV kernel descriptor. A kernel is one file (kernel_<tier>.c or
+ * gemm_<tier>.c) that defines one bg_kernel, plus one row in the table of gemm.c.
+ *
+ * The driver (gemm.c) only knows what a descriptor tells it: the register block MR x NR, the cache
+ * blocks KC/MC/NC, how panels are packed, which tier the code needs, and the functions. Selection
+ * takes the first table row (ordered by tier, highest first) whose tier <= bf16_cpu_tier().
+ */
+#ifndef BF16_GEMM_KERNEL_H
+#define BF16_GEMM_KERNEL_H
+
+#include "gemm_internal.h"
+#include "../cpu.h"
+
+/*
+ * Packing format of the A and B panels the micro-kernel reads. Panels are addressed in 32-bit
+ * slots (the buffers are float *):
+ *  - BG_PACK_F32: one slot = one element widened to float32. An A panel holds, for each k, MR
+ *    consecutive rows; a B panel, for each k, NR consecutive columns.
+ *  - BG_PACK_BF16_PAIR (reserved, no kernel ships it): one slot = the bfloat16 pair (k, k+1) of one
+ *    row (A) or column (B), k even, the second element zero when k + 1 is past the end: the layout
+ *    vdpbf16ps (AVX512_BF16) and BFDOT (Arm) consume. The slot count per panel is halved, so the
+ *    same workspace formula, with kc rounded up to even and divided by 2, covers it.
+ */
+typedef enum { BG_PACK_F32 = 0, BG_PACK_BF16_PAIR = 1 } bg_pack_format;
+
+/* The largest register block any kernel may declare (the driver keeps an MR x NR stack tile). */
+#define BG_MAX_MR 16
+#define BG_MAX_NR 64
+
+/*
+ * Micro-kernel: c[i*ldc + j] (+)= sum_{k<kc} a[k*MR + i] * b[k*NR + j] for i < MR, j < NR.
+ * The sum starts at +0 and adds the products in increasing k (every path of one kernel uses this
+ * order, so results do not depend on the thread count); accumulate != 0 adds it to the old c.
+ */
+typedef void (*bg_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                              int accumulate);
+/* Pack rows [i0, i0+mc) x k [p0, p0+kc) of A into MR-row panels, zero padded to a multiple of MR. */
+typedef void (*bg_pack_a_fn)(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst);
+/* Pack k [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column panels, zero padded to NR. */
+typedef void (*bg_pack_b_fn)(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
+/*
+ * GEMV, K contiguous (a->cs == 2): for rows [i0, i1): y(i, j) = dot(A[i, :], V[:, j]) for j < n <= 16.
+ * V is float32, zero padded to kpad = K rounded up to KU = the kernel's gemv_ku (16 or 32), packed
+ * by KU-k blocks: block t of column j is the KU floats vt + (t*n + j)*KU = V[KU t + 0, 2, ..., KU-2,
+ * 1, 3, ..., KU-1][j] (even k first). Each output is KU/2 lane sums (lane l takes the k with
+ * (k mod KU) >> 1 == l, in increasing k, padding included) combined by bg_hsum8 / bg_hsum16.
+ */
+typedef void (*bg_gemv_rows_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                                int64_t kpad, int64_t n, const bg_out *c);
+/*
+ * GEMV, M contiguous (a->rs == 2): for rows [i0, i1): y(i, j) = sum_k A[i, k] * V[k, j] in increasing k,
+ * where V[k, j] = v[k*n + j] (float32).
+ */
+typedef void (*bg_gemv_cols_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
+                                int64_t n, const bg_out *c);
+/* Write an mr x nr block of float32 values t (row stride ld) to C at (i0, j0), rounding to bfloat16
+ * if C is bfloat16. */
+typedef void (*bg_write_fn)(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                            int64_t mr, int64_t nr);
+
+typedef struct {
+    const char *name;      /* reported as _ext._gemm_kernel; starts with the tier name */
+    bf16_tier tier;        /* the lowest tier whose instructions the code needs */
+    int mr, nr;            /* register block; mr <= BG_MAX_MR, nr <= BG_MAX_NR */
+    int64_t kc, mc, nc;    /* cache blocks; mc a multiple of mr, nc of nr */
+    bg_pack_format pack;
+    int gemv_ku;           /* k per packed V block of gemv_rows: 16 or 32 */
+    bg_ukernel_fn ukernel;
+    bg_write_fn write_block;
+    bg_pack_a_fn pack_a;
+    bg_pack_b_fn pack_b;
+    bg_gemv_rows_fn gemv_rows;
+    bg_gemv_cols_fn gemv_cols;
+} bg_kernel;
+
+/* The kernels (one per file). The x86 ones exist only where the compiler targets x86. */
+extern const bg_kernel bg_kernel_portable;
+#if defined(__x86_64__) || defined(__i386__)
+#define BG_HAVE_X86 1
+extern const bg_kernel bg_kernel_avx2;
+#endif
+#if defined(__x86_64__)
+#define BG_HAVE_AVX512 1
+extern const bg_kernel bg_kernel_avx512;
+#endif
+
+/* Portable pieces (gemm.c), parametrised by the register block; SIMD kernels fall back to them for
+ * uncommon layouts. */
+void bg_pack_a_generic(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst, int mr);
+void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst, int nr);
+void bg_write_block_generic(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                            int64_t mr, int64_t nr);
+#ifdef BG_HAVE_X86
+/* AVX2 pieces the AVX-512 kernel reuses (AVX-512 CPUs have AVX2): gemm_avx2.c. */
+void bg_write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
+                         int64_t mr, int64_t nr);
+void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
+                       int64_t n, const bg_out *c);
+#endif
+
+#endif /* BF16_GEMM_KERNEL_H */
