@@ -1,10 +1,10 @@
 /*
- * ufunc_ops.h - one small functor per ufunc. Each computes in float32 on exact widenings of
+ * umath/ops.h - one small functor per ufunc. Each computes in float32 on exact widenings of
  * its bfloat16 inputs; the loop adapter rounds the result once. Functors that work on the
  * bits themselves (nextafter, spacing, copysign, ...) say so with `bits` in their signature.
  */
-#ifndef BF16_UFUNC_OPS_H
-#define BF16_UFUNC_OPS_H
+#ifndef BF16_UMATH_OPS_H
+#define BF16_UMATH_OPS_H
 
 #include "bf16.h"
 #include <cmath>
