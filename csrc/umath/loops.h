@@ -1,0 +1,312 @@
+/*
+ * umath/loops.h - functor -> strided inner loop adapters.
+ *
+ * Each adapter (binary_loop<Op>, unary_loop<Op>, ...) handles any strides; contiguous calls go
+ * to a vector twin of the functor when the tier in force has one (loops_<tier>.cpp), else to
+ * the portable loops below. A twin exists for (tier, functor) exactly when the functor is in
+ * that tier's list here: adding one is a vector functor in the tier file and one list entry.
+ */
+#ifndef BF16_UMATH_LOOPS_H
+#define BF16_UMATH_LOOPS_H
+
+#include "module.h"
+#include "cpu.h"
+#include "umath/ops.h"
+#include "umath/unary_table.h"
+
+#include <type_traits>
+
+namespace umath {
+using namespace bf16ops;
+
+/* The tier the ufunc loops use: bf16_cpu_tier() at import, read-only afterwards. */
+extern bf16_tier loop_tier;
+
+static inline bf16_t ld(const char *p) { bf16_t h; memcpy(&h, p, 2); return h; }
+static inline void st(char *p, bf16_t h) { memcpy(p, &h, 2); }
+
+/* Round once and note a finite float32 that became inf (numpy raises "overflow"). */
+static inline bf16_t round_checked(float r, int *ovf)
+{
+    uint32_t u = f32_bits(r);
+    bf16_t h = bf16_round_bits_rne(u);
+    *ovf |= ((h & 0x7fffu) == 0x7f80u) & ((u & 0x7f800000u) != 0x7f800000u);
+    return h;
+}
+
+static inline void store_rounded(char *o, float r, int *ovf) { st(o, round_checked(r, ovf)); }
+
+static inline void report_overflow(int ovf)
+{
+    if (ovf) {
+        bf16_raise_overflow();
+    }
+}
+
+/* The vector loops read a whole block before writing it: exact aliasing (a += b) is fine,
+ * partial overlap of the output with an input is not. */
+static inline bool straddles(const char *o, const char *in, npy_intp n)
+{
+    return o != in && o < in + 2 * n && in < o + 2 * n;
+}
+
+/* ---- portable contiguous loops (the baseline tier, and every twin's tail) --------------- */
+
+template <class Op>
+static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
+{
+    int ovf = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        float r = Op::f(bf16_to_f32(ld(a + 2 * i)), bf16_to_f32(ld(b + 2 * i)));
+        st(o + 2 * i, round_checked(r, &ovf));
+    }
+    return ovf;
+}
+
+/* one operand a scalar (stride 0), e.g. x * 0.5; `scalar_first` says which side it is on */
+template <class Op>
+static int binary_scalar_contig(const char *arr, bf16_t scalar, bool scalar_first, char *o,
+                                npy_intp n)
+{
+    int ovf = 0;
+    float s = bf16_to_f32(scalar);
+    for (npy_intp i = 0; i < n; i++) {
+        float x = bf16_to_f32(ld(arr + 2 * i));
+        st(o + 2 * i, round_checked(scalar_first ? Op::f(s, x) : Op::f(x, s), &ovf));
+    }
+    return ovf;
+}
+
+template <class Op>
+static int unary_contig(const char *a, char *o, npy_intp n)
+{
+    int ovf = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        st(o + 2 * i, round_checked(Op::f(bf16_to_f32(ld(a + 2 * i))), &ovf));
+    }
+    return ovf;
+}
+
+template <class Op>
+static void compare_contig(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        o[i] = Op::f(bf16_to_f32(ld(a + 2 * i)), bf16_to_f32(ld(b + 2 * i)));
+    }
+}
+
+/* One slice of an outer-axis reduction, out == in1 contiguous, against its float32 shadow v:
+ * the shadow value stands in for the stored bfloat16 while that is still its rounding. */
+template <class Op>
+static int shadow_row_contig(char *o, const char *b, float *v, npy_intp n)
+{
+    int ovf = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t stored = ld(o + 2 * i);
+        float sv = v[i];
+        float cur = (bf16_round_bits_rne(f32_bits(sv)) == stored) ? sv : bf16_to_f32(stored);
+        float r = Op::f(cur, bf16_to_f32(ld(b + 2 * i)));
+        st(o + 2 * i, round_checked(r, &ovf));
+        v[i] = r;
+    }
+    return ovf;
+}
+
+template <class Op>
+static void unary_bits_contig(const char *a, char *o, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        st(o + 2 * i, Op::bits(ld(a + 2 * i)));
+    }
+}
+
+/* ---- vector twins, per tier ------------------------------------------------------------- */
+
+struct TierAvx2 {};
+struct TierAvx512 {};
+
+/* Defined in loops_<tier>.cpp, instantiated there for the functors in the tier's lists. Each
+ * returns (the int ones) whether a finite result rounded to inf. */
+template <class Tier, class Op> int twin_binary(const char *a, const char *b, char *o, npy_intp n);
+template <class Tier, class Op>
+int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n);
+template <class Tier, class Op> int twin_shadow_row(char *o, const char *b, float *v, npy_intp n);
+template <class Tier, class Op> int twin_unary(const char *a, char *o, npy_intp n);
+template <class Tier, class Op>
+void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n);
+
+template <class Tier, class Op> struct HasBinaryTwin : std::false_type {};
+template <class Tier, class Op> struct HasUnaryTwin : std::false_type {};
+template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
+
+/* The lists: X(Tier, Op) for each functor a tier has a twin of. */
+#define BF16_AVX2_BINARY_TWINS(X, T) X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide)
+#define BF16_AVX2_UNARY_TWINS(X, T) X(T, Sqrt) X(T, Square)
+#define BF16_AVX2_COMPARE_TWINS(X, T)
+
+#define BF16_TWIN_TRAIT_(Trait, T, Op) template <> struct Trait<T, Op> : std::true_type {};
+#define BF16_HAS_BINARY_(T, Op) BF16_TWIN_TRAIT_(HasBinaryTwin, T, Op)
+#define BF16_HAS_UNARY_(T, Op) BF16_TWIN_TRAIT_(HasUnaryTwin, T, Op)
+#define BF16_HAS_COMPARE_(T, Op) BF16_TWIN_TRAIT_(HasCompareTwin, T, Op)
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+BF16_AVX2_BINARY_TWINS(BF16_HAS_BINARY_, TierAvx2)
+BF16_AVX2_UNARY_TWINS(BF16_HAS_UNARY_, TierAvx2)
+BF16_AVX2_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx2)
+#endif
+
+/* Return the twin of the highest tier in force that has one (falls through when none). */
+#define BF16_TRY_TWINS(Trait, fn, ...)                                                         \
+    do {                                                                                       \
+        if constexpr (Trait<TierAvx2, Op>::value) {                                            \
+            if (loop_tier >= BF16_TIER_AVX2) return fn<TierAvx2, Op>(__VA_ARGS__);             \
+        }                                                                                      \
+    } while (0)
+
+template <class Op>
+static constexpr bool has_any_unary_twin = HasUnaryTwin<TierAvx2, Op>::value;
+
+/* ---- contiguous dispatch ----------------------------------------------------------------- */
+
+template <class Op>
+static int contiguous_binary(const char *a, const char *b, char *o, npy_intp n)
+{
+    if (!straddles(o, a, n) && !straddles(o, b, n)) {
+        BF16_TRY_TWINS(HasBinaryTwin, twin_binary, a, b, o, n);
+    }
+    return binary_contig<Op>(a, b, o, n);
+}
+
+template <class Op>
+static int contiguous_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o,
+                                    npy_intp n)
+{
+    if (!straddles(o, arr, n)) {
+        BF16_TRY_TWINS(HasBinaryTwin, twin_binary_scalar, arr, scalar, scalar_first, o, n);
+    }
+    return binary_scalar_contig<Op>(arr, scalar, scalar_first, o, n);
+}
+
+template <class Op>
+static int contiguous_unary(const char *a, char *o, npy_intp n)
+{
+    if (!straddles(o, a, n)) {
+        BF16_TRY_TWINS(HasUnaryTwin, twin_unary, a, o, n);
+    }
+    return unary_contig<Op>(a, o, n);
+}
+
+template <class Op>
+static void contiguous_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    BF16_TRY_TWINS(HasCompareTwin, twin_compare, a, b, o, n);
+    compare_contig<Op>(a, b, o, n);
+}
+
+template <class Op>
+static int contiguous_shadow_row(char *o, const char *b, float *v, npy_intp n)
+{
+    BF16_TRY_TWINS(HasBinaryTwin, twin_shadow_row, o, b, v, n);
+    return shadow_row_contig<Op>(o, b, v, n);
+}
+
+/* ---- strided adapters (legacy inner-loop signature) -------------------------------------- */
+
+template <class Op>
+static void binary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    npy_intp n = dims[0];
+    char *a = args[0], *b = args[1], *o = args[2];
+    npy_intp sa = steps[0], sb = steps[1], so = steps[2];
+    int ovf = 0;
+    if (so == 2 && sa == 2 && sb == 2) {
+        ovf = contiguous_binary<Op>(a, b, o, n);
+    }
+    else if (so == 2 && sa == 2 && sb == 0) {
+        ovf = contiguous_binary_scalar<Op>(a, ld(b), false, o, n);
+    }
+    else if (so == 2 && sa == 0 && sb == 2) {
+        ovf = contiguous_binary_scalar<Op>(b, ld(a), true, o, n);
+    }
+    else {
+        for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
+            store_rounded(o, Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b))), &ovf);
+        }
+    }
+    report_overflow(ovf);
+}
+
+template <class Op>
+static void binary_bits_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *b = args[1], *o = args[2];
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], b += steps[1], o += steps[2]) {
+        st(o, Op::bits(ld(a), ld(b)));
+    }
+}
+
+template <class Op>
+static void compare_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    npy_intp n = dims[0];
+    char *a = args[0], *b = args[1], *o = args[2];
+    if (steps[0] == 2 && steps[1] == 2 && steps[2] == 1) {
+        contiguous_compare<Op>(a, b, (npy_bool *)o, n);
+        return;
+    }
+    for (npy_intp i = 0; i < n; i++, a += steps[0], b += steps[1], o += steps[2]) {
+        *(npy_bool *)o = Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b)));
+    }
+}
+
+/* Functions without a vector twin read large arrays from their 65,536-entry table (built on
+ * the first call of at least 32,768 elements, used from 64 on once it exists). */
+template <class Op>
+static void unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    npy_intp n = dims[0];
+    char *a = args[0], *o = args[1];
+    if constexpr (!has_any_unary_twin<Op>) {
+        const UnaryTable *table =
+                n >= 64 ? unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768) : nullptr;
+        if (table != nullptr) {
+            unary_table_apply(table, a, steps[0], o, steps[1], n);
+            return;
+        }
+    }
+    int ovf = 0;
+    if (steps[0] == 2 && steps[1] == 2) {
+        ovf = contiguous_unary<Op>(a, o, n);
+    }
+    else {
+        for (npy_intp i = 0; i < n; i++, a += steps[0], o += steps[1]) {
+            store_rounded(o, Op::f(bf16_to_f32(ld(a))), &ovf);
+        }
+    }
+    report_overflow(ovf);
+}
+
+template <class Op>
+static void unary_bits_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *o = args[1];
+    if (steps[0] == 2 && steps[1] == 2) {
+        unary_bits_contig<Op>(a, o, dims[0]);
+        return;
+    }
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], o += steps[1]) {
+        st(o, Op::bits(ld(a)));
+    }
+}
+
+template <class Op>
+static void predicate_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
+{
+    char *a = args[0], *o = args[1];
+    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], o += steps[1]) {
+        *(npy_bool *)o = Op::f(ld(a));
+    }
+}
+
+} /* namespace umath */
+
+#endif

@@ -1,0 +1,245 @@
+/*
+ * umath/promoters.cpp - the result type of bfloat16 with other operands (the README's
+ * promotion table), registered for the binary ufuncs the registry names, float_power and clip.
+ */
+#include "umath/umath.h"
+
+#include <cstring>
+#include <vector>
+
+namespace umath {
+
+/*
+ * The result type of bfloat16 with another operand, as a rank on the float ladder
+ * (0 bfloat16, 1 float32, 2 float64, 3 longdouble) and whether it is complex.
+ */
+struct Rank {
+    int rank;
+    bool complex;
+};
+
+static PyArray_DTypeMeta *
+dtype_of(int type_num)
+{
+    PyArray_Descr *d = PyArray_DescrFromType(type_num);
+    if (d == NULL) {
+        return NULL;
+    }
+    PyArray_DTypeMeta *m = NPY_DTYPE(d);
+    Py_DECREF(d); /* builtin descriptors and their DTypes are immortal in practice */
+    return m;
+}
+
+static bool
+rank_of(PyArray_DTypeMeta *d, Rank *r)
+{
+    if (d == NPY_DTYPE(bf16_descr) || d == &PyArray_PyFloatDType || d == &PyArray_PyLongDType) {
+        *r = {0, false};
+        return true;
+    }
+    if (d == &PyArray_PyComplexDType) {
+        *r = {1, true};
+        return true;
+    }
+    static const struct { int type_num; Rank rank; } table[] = {
+        {NPY_BOOL, {0, false}},     {NPY_BYTE, {0, false}},     {NPY_UBYTE, {0, false}},
+        {NPY_SHORT, {1, false}},    {NPY_USHORT, {1, false}},   {NPY_HALF, {1, false}},
+        {NPY_FLOAT, {1, false}},    {NPY_INT, {2, false}},      {NPY_UINT, {2, false}},
+        {NPY_LONG, {2, false}},     {NPY_ULONG, {2, false}},    {NPY_LONGLONG, {2, false}},
+        {NPY_ULONGLONG, {2, false}}, {NPY_DOUBLE, {2, false}},  {NPY_LONGDOUBLE, {3, false}},
+        {NPY_CFLOAT, {1, true}},    {NPY_CDOUBLE, {2, true}},   {NPY_CLONGDOUBLE, {3, true}},
+    };
+    for (const auto &e : table) {
+        if (d == dtype_of(e.type_num)) {
+            *r = e.rank;
+            return true;
+        }
+    }
+    return false;
+}
+
+static PyArray_DTypeMeta *
+dtype_for_rank(Rank r)
+{
+    static const int real[] = {-1, NPY_FLOAT, NPY_DOUBLE, NPY_LONGDOUBLE};
+    static const int cplx[] = {NPY_CFLOAT, NPY_CFLOAT, NPY_CDOUBLE, NPY_CLONGDOUBLE};
+    if (r.complex) {
+        return dtype_of(cplx[r.rank]);
+    }
+    return r.rank == 0 ? NPY_DTYPE(bf16_descr) : dtype_of(real[r.rank]);
+}
+
+/* Inputs promote along the table in the README; outputs keep what the signature fixed. */
+static int
+bf16_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
+              PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    int nin = ((PyUFuncObject *)ufunc)->nin, nargs = nin + ((PyUFuncObject *)ufunc)->nout;
+    Rank acc = {0, false};
+    for (int i = 0; i < nin; i++) {
+        PyArray_DTypeMeta *d = signature[i] ? signature[i] : op_dtypes[i];
+        Rank r;
+        if (d == NULL || !rank_of(d, &r)) {
+            PyErr_SetString(PyExc_TypeError, "bfloat16 promoter called with an unknown dtype");
+            return -1;
+        }
+        acc.rank = r.rank > acc.rank ? r.rank : acc.rank;
+        acc.complex = acc.complex || r.complex;
+    }
+    PyArray_DTypeMeta *common = dtype_for_rank(acc);
+    for (int i = 0; i < nargs; i++) {
+        PyArray_DTypeMeta *d = (i < nin) ? (signature[i] ? signature[i] : common) : signature[i];
+        Py_XINCREF(d);
+        new_op_dtypes[i] = d;
+    }
+    return 0;
+}
+
+/* float_power computes in float64 (or complex128) whatever the inputs, as numpy does. */
+static int
+float_power_promoter(PyObject *, PyArray_DTypeMeta *const op_dtypes[],
+                     PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    bool cplx = false;
+    for (int i = 0; i < 2; i++) {
+        Rank r;
+        if (op_dtypes[i] && rank_of(op_dtypes[i], &r) && r.complex) cplx = true;
+    }
+    PyArray_DTypeMeta *d = dtype_of(cplx ? NPY_CDOUBLE : NPY_DOUBLE);
+    for (int i = 0; i < 3; i++) {
+        PyArray_DTypeMeta *x = signature[i] ? signature[i] : d;
+        Py_INCREF(x);
+        new_op_dtypes[i] = x;
+    }
+    return 0;
+}
+
+static int
+add_promoter(PyObject *ufunc, PyArray_DTypeMeta *const *dtypes, int nargs,
+             PyArrayMethod_PromoterFunction *fn)
+{
+    PyObject *tuple = PyTuple_New(nargs);
+    if (tuple == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < nargs; i++) {
+        PyObject *item = dtypes[i] ? (PyObject *)dtypes[i] : Py_None;
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    PyObject *capsule = PyCapsule_New((void *)fn, "numpy._ufunc_promoter", NULL);
+    if (capsule == NULL) {
+        Py_DECREF(tuple);
+        return -1;
+    }
+    int r = PyUFunc_AddPromoter(ufunc, tuple, capsule);
+    Py_DECREF(tuple);
+    Py_DECREF(capsule);
+    return r;
+}
+
+/* Every operand type bfloat16 meets in a binary ufunc, Python scalars first. */
+static int
+other_operand_dtypes(std::vector<PyArray_DTypeMeta *> &out)
+{
+    out = {&PyArray_PyLongDType, &PyArray_PyFloatDType, &PyArray_PyComplexDType};
+    static const int nums[] = {NPY_BOOL, NPY_BYTE, NPY_UBYTE, NPY_SHORT, NPY_USHORT, NPY_INT,
+                               NPY_UINT, NPY_LONG, NPY_ULONG, NPY_LONGLONG, NPY_ULONGLONG,
+                               NPY_HALF, NPY_FLOAT, NPY_DOUBLE, NPY_LONGDOUBLE, NPY_CFLOAT,
+                               NPY_CDOUBLE, NPY_CLONGDOUBLE};
+    for (int t : nums) {
+        PyArray_DTypeMeta *d = dtype_of(t);
+        if (d == NULL) {
+            return -1;
+        }
+        bool seen = false; /* long and longlong may be one DType */
+        for (PyArray_DTypeMeta *x : out) seen = seen || x == d;
+        if (!seen) out.push_back(d);
+    }
+    return 0;
+}
+
+static int
+register_binary_promoters(PyObject *ufunc, int nout, PyArrayMethod_PromoterFunction *fn,
+                          const std::vector<PyArray_DTypeMeta *> &others)
+{
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    for (PyArray_DTypeMeta *o : others) {
+        PyArray_DTypeMeta *t1[4] = {bf, o, NULL, NULL};
+        PyArray_DTypeMeta *t2[4] = {o, bf, NULL, NULL};
+        if (add_promoter(ufunc, t1, 2 + nout, fn) < 0 ||
+                add_promoter(ufunc, t2, 2 + nout, fn) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+register_clip_promoters(PyObject *numpy)
+{
+    PyObject *ufunc = get_ufunc(numpy, "clip");
+    if (ufunc == NULL) {
+        return -1;
+    }
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    PyArray_DTypeMeta *bounds[] = {bf, &PyArray_PyLongDType, &PyArray_PyFloatDType,
+                                   dtype_of(NPY_FLOAT), dtype_of(NPY_DOUBLE),
+                                   dtype_of(NPY_LONG)};
+    int r = 0;
+    for (PyArray_DTypeMeta *lo : bounds) {
+        for (PyArray_DTypeMeta *hi : bounds) {
+            if (lo == bf && hi == bf) continue;
+            PyArray_DTypeMeta *t[4] = {bf, lo, hi, NULL};
+            if ((r = add_promoter(ufunc, t, 4, bf16_promoter)) < 0) break;
+        }
+        if (r < 0) break;
+    }
+    Py_DECREF(ufunc);
+    return r;
+}
+
+int
+register_promoters(PyObject *numpy, const char *const *binary_names, size_t count)
+{
+    /* Promoters go in before any ufunc runs on bfloat16: dispatch results are cached. */
+    std::vector<PyArray_DTypeMeta *> others;
+    if (other_operand_dtypes(others) < 0) {
+        return -1;
+    }
+    for (size_t k = 0; k < count; k++) {
+        const char *name = binary_names[k];
+        PyObject *ufunc = get_ufunc(numpy, name);
+        if (ufunc == NULL) {
+            if (strncmp(name, "vec", 3) == 0 || strcmp(name, "matvec") == 0) {
+                /* vecdot arrived in numpy 2.0, matvec/vecmat in 2.2 */
+                PyErr_Clear();
+                continue;
+            }
+            return -1;
+        }
+        int r = register_binary_promoters(ufunc, ((PyUFuncObject *)ufunc)->nout, bf16_promoter,
+                                          others);
+        Py_DECREF(ufunc);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    PyObject *fp = get_ufunc(numpy, "float_power");
+    if (fp == NULL) {
+        return -1;
+    }
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    PyArray_DTypeMeta *t0[3] = {bf, bf, NULL};
+    int r = add_promoter(fp, t0, 3, float_power_promoter);
+    if (r == 0) {
+        r = register_binary_promoters(fp, 1, float_power_promoter, others);
+    }
+    Py_DECREF(fp);
+    if (r < 0) {
+        return -1;
+    }
+    return register_clip_promoters(numpy);
+}
+
+} /* namespace umath */

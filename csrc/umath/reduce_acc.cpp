@@ -1,0 +1,304 @@
+/*
+ * umath/reduce_acc.cpp - add and multiply with float32 accumulation in reductions.
+ */
+#include "kernels.h"
+#include "umath/loops.h"
+#include "umath/umath.h"
+
+#include <algorithm>
+#include <new>
+#include <vector>
+
+namespace umath {
+
+/*
+ * numpy runs reductions through the ordinary binary loop, and how it calls it depends on the
+ * axis. For full and last-axis reductions it passes the whole row with `out` aliasing `in1`
+ * at stride 0: we sum the row in float32 (pairwise) and round once. For axis-0 (and other
+ * outer-axis) reductions it calls the loop once per slice, adding a slice into the running
+ * result, which would round to bfloat16 after every slice. For those calls we keep a float32
+ * shadow of the output elements and keep adding into it; a shadow value is trusted only while
+ * the stored bfloat16 still equals its rounding, so anything else writing the output is
+ * noticed. The shadow is a dense window over the output's address range, owned by the loop's
+ * auxdata: it lives for one ufunc call. It is switched on when numpy asked this ArrayMethod
+ * for the reduction's initial value just before asking for the loop (same context), or, for
+ * reductions given `initial=` (numpy then skips that question), as soon as a call writes an
+ * output range an earlier call of the same ufunc call already wrote. Elementwise in-place
+ * operations (a += b) write each element once, so they never allocate a window.
+ * Accumulations (cumsum) that numpy passes as one chain (out[i] = out[i-1] + in[i]) keep
+ * the running sum in float32 as well.
+ */
+
+struct Shadow {
+    NpyAuxData base;
+    bool active = false;
+    char *lo = nullptr;          /* window covers [lo, lo + 2 * value.size()) */
+    std::vector<float> value;    /* one float32 per 2-byte slot of the window */
+    char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written while inactive */
+};
+
+/* At most 2^26 float32 slots (256 MiB): outputs spanning more than 128 MiB reduce in bfloat16. */
+static const size_t shadow_max_slots = (size_t)1 << 26;
+
+static void
+shadow_free(NpyAuxData *aux)
+{
+    delete reinterpret_cast<Shadow *>(aux);
+}
+
+static NpyAuxData *
+shadow_clone(NpyAuxData *aux)
+{
+    Shadow *copy = new (std::nothrow) Shadow(*reinterpret_cast<Shadow *>(aux));
+    return reinterpret_cast<NpyAuxData *>(copy);
+}
+
+static Shadow *
+shadow_new(bool active)
+{
+    Shadow *m = new (std::nothrow) Shadow();
+    if (m == nullptr) {
+        return nullptr;
+    }
+    memset(&m->base, 0, sizeof m->base);
+    m->base.free = shadow_free;
+    m->base.clone = shadow_clone;
+    m->active = active;
+    return m;
+}
+
+/* Make the window cover bytes [first, last] (both ends included). false: too large or no
+ * memory, and the shadow is switched off (results then accumulate in bfloat16). */
+static bool
+shadow_cover(Shadow *m, char *first_p, char *last_p)
+{
+    /* address arithmetic in integers: the window may extend past the output's memory */
+    uintptr_t first = (uintptr_t)first_p, last = (uintptr_t)last_p;
+    if (first > last) std::swap(first, last);
+    uintptr_t lo = (uintptr_t)m->lo, hi = lo + 2 * m->value.size();
+    if (!m->value.empty() && first >= lo && last + 2 <= hi) {
+        return true;
+    }
+    uintptr_t new_lo = m->value.empty() ? first : std::min(first, lo);
+    uintptr_t new_hi = m->value.empty() ? last + 2 : std::max(last + 2, hi);
+    size_t want = (size_t)(new_hi - new_lo + 1) / 2;
+    if (!m->value.empty() && new_lo == lo) {
+        want = std::max(want, 2 * m->value.size()); /* amortise slices visited upward */
+    }
+    if (want > shadow_max_slots) {
+        m->active = false;
+        m->value.clear();
+        return false;
+    }
+    try {
+        std::vector<float> grown(want, 0.0f);
+        if (!m->value.empty()) {
+            std::copy(m->value.begin(), m->value.end(), grown.begin() + (lo - new_lo) / 2);
+        }
+        m->value.swap(grown);
+        m->lo = (char *)new_lo;
+    }
+    catch (...) {
+        m->active = false;
+        m->value.clear();
+        return false;
+    }
+    return true;
+}
+
+static inline float &
+shadow_slot(Shadow *m, const char *p)
+{
+    return m->value[((uintptr_t)p - (uintptr_t)m->lo) / 2];
+}
+
+/* The float32 standing behind the bfloat16 stored at p (p inside the window). */
+static inline float
+shadow_get(Shadow *m, const char *p)
+{
+    float v = shadow_slot(m, p);
+    bf16_t stored = ld(p);
+    return f32_to_bf16(v) == stored ? v : bf16_to_f32(stored);
+}
+
+struct AddAcc {
+    using Op = Add;
+    static float f(float a, float b) { return a + b; }
+    static float reduce(const char *p, npy_intp stride, npy_intp n)
+    {
+        return bf16_sum_f32(p, (ptrdiff_t)stride, (ptrdiff_t)n);
+    }
+    static constexpr float identity = 0.0f;
+};
+struct MulAcc {
+    using Op = Multiply;
+    static float f(float a, float b) { return a * b; }
+    static float reduce(const char *p, npy_intp stride, npy_intp n)
+    {
+        return bf16_prod_f32(p, (ptrdiff_t)stride, (ptrdiff_t)n);
+    }
+    static constexpr float identity = 1.0f;
+};
+
+
+static thread_local const void *pending_reduction = nullptr;
+
+template <class Acc>
+static int
+acc_initial(PyArrayMethod_Context *context, npy_bool reduction_is_empty, void *initial)
+{
+    /* numpy asks this right before it asks for the reduction's loop: remember the context */
+    pending_reduction = context;
+    (void)reduction_is_empty;
+    st((char *)initial, f32_to_bf16(Acc::identity));
+    return 1;
+}
+
+/* Switch the shadow on when this call writes output another call already wrote. */
+static void
+shadow_note_writes(Shadow *m, char *o, npy_intp so, npy_intp n)
+{
+    char *first = o, *last = o + (n - 1) * so;
+    if (first > last) std::swap(first, last);
+    if (m->seen_lo != nullptr && first <= m->seen_hi && last >= m->seen_lo) {
+        m->active = true;
+    }
+    m->seen_lo = (m->seen_lo == nullptr || first < m->seen_lo) ? first : m->seen_lo;
+    m->seen_hi = (m->seen_hi == nullptr || last > m->seen_hi) ? last : m->seen_hi;
+}
+
+template <class Acc>
+static int
+acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
+         npy_intp const strides[], NpyAuxData *auxdata)
+{
+    npy_intp n = dims[0];
+    char *a = data[0], *b = data[1], *o = data[2];
+    npy_intp sa = strides[0], sb = strides[1], so = strides[2];
+    Shadow *shadow = reinterpret_cast<Shadow *>(auxdata);
+    int ovf = 0;
+    if (n <= 0) {
+        return 0;
+    }
+    if (shadow != nullptr && !shadow->active && a == o && sa == so) {
+        shadow_note_writes(shadow, o, so, n);
+    }
+    bool use_shadow = shadow != nullptr && shadow->active &&
+                      shadow_cover(shadow, a, a + (n - 1) * sa) &&
+                      shadow_cover(shadow, o, o + (n - 1) * so);
+    if (a == o && sa == 0 && so == 0) {
+        /* reduce form: the whole row folds into one output element */
+        float start = use_shadow ? shadow_get(shadow, o) : bf16_to_f32(ld(o));
+        /* one element is also what x += x on a size-1 array looks like: add it directly, as
+         * the row sum starts at +0 and would turn -0 + -0 into +0 */
+        float r = Acc::f(start, n == 1 ? bf16_to_f32(ld(b)) : Acc::reduce(b, sb, n));
+        bf16_t h = f32_to_bf16(r);
+        ovf |= bf16_overflowed(r, h);
+        st(o, h);
+        if (use_shadow) {
+            shadow_slot(shadow, o) = r;
+        }
+    }
+    else if (use_shadow && a == o && sa == 2 && so == 2 && sb == 2) {
+        float *v = &shadow_slot(shadow, o);
+        ovf = contiguous_shadow_row<typename Acc::Op>(o, b, v, n);
+    }
+    else if (use_shadow) {
+        for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
+            float r = Acc::f(shadow_get(shadow, a), bf16_to_f32(ld(b)));
+            bf16_t h = f32_to_bf16(r);
+            ovf |= bf16_overflowed(r, h);
+            st(o, h);
+            shadow_slot(shadow, o) = r;
+        }
+    }
+    else if (sa == so && a + sa == o && sa != 0) {
+        /* accumulate chain: out[i] = out[i-1] + in[i] */
+        float run = bf16_to_f32(ld(a));
+        for (npy_intp i = 0; i < n; i++, b += sb, o += so) {
+            run = Acc::f(run, bf16_to_f32(ld(b)));
+            bf16_t h = f32_to_bf16(run);
+            ovf |= bf16_overflowed(run, h);
+            st(o, h);
+        }
+    }
+    else {
+        char *args[3] = {a, b, o};
+        npy_intp steps[3] = {sa, sb, so};
+        binary_loop<typename Acc::Op>(args, dims, steps, nullptr);
+    }
+    report_overflow(ovf);
+    return 0;
+}
+
+template <class Acc>
+static int
+acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *,
+             PyArrayMethod_StridedLoop **out_loop, NpyAuxData **out_transferdata,
+             NPY_ARRAYMETHOD_FLAGS *flags)
+{
+    *out_loop = acc_loop<Acc>;
+    *flags = (NPY_ARRAYMETHOD_FLAGS)0; /* no GIL needed; check float errors */
+    bool reduction = pending_reduction == (const void *)context;
+    pending_reduction = nullptr;
+    Shadow *m = shadow_new(reduction);
+    if (m == nullptr) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *out_transferdata = reinterpret_cast<NpyAuxData *>(m);
+    return 0;
+}
+
+static int
+acc_strided_loop_add(PyArrayMethod_Context *c, char *const d[], npy_intp const n[],
+                     npy_intp const s[], NpyAuxData *aux)
+{
+    return acc_loop<AddAcc>(c, d, n, s, aux);
+}
+
+static int
+acc_strided_loop_mul(PyArrayMethod_Context *c, char *const d[], npy_intp const n[],
+                     npy_intp const s[], NpyAuxData *aux)
+{
+    return acc_loop<MulAcc>(c, d, n, s, aux);
+}
+
+template <class Acc>
+static int
+add_accumulating_loop(PyObject *numpy, const char *name, PyArrayMethod_StridedLoop *plain)
+{
+    PyObject *ufunc = PyObject_GetAttrString(numpy, name);
+    if (ufunc == NULL) {
+        return -1;
+    }
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    PyArray_DTypeMeta *dtypes[3] = {bf, bf, bf};
+    PyType_Slot slots[] = {
+        {NPY_METH_get_loop, (void *)acc_get_loop<Acc>},
+        {NPY_METH_strided_loop, (void *)plain},
+        {NPY_METH_get_reduction_initial, (void *)acc_initial<Acc>},
+        {0, NULL}};
+    PyArrayMethod_Spec spec = {};
+    spec.name = name;
+    spec.nin = 2;
+    spec.nout = 1;
+    spec.casting = NPY_NO_CASTING;
+    spec.flags = (NPY_ARRAYMETHOD_FLAGS)(NPY_METH_IS_REORDERABLE | NPY_METH_SUPPORTS_UNALIGNED);
+    spec.dtypes = dtypes;
+    spec.slots = slots;
+    int r = PyUFunc_AddLoopFromSpec(ufunc, &spec);
+    Py_DECREF(ufunc);
+    return r;
+}
+
+int
+register_accumulating_loops(PyObject *numpy)
+{
+    if (add_accumulating_loop<AddAcc>(numpy, "add", acc_strided_loop_add) < 0) {
+        return -1;
+    }
+    return add_accumulating_loop<MulAcc>(numpy, "multiply", acc_strided_loop_mul);
+}
+
+} /* namespace umath */

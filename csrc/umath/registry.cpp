@@ -1,0 +1,138 @@
+/*
+ * umath/registry.cpp - the single table of bfloat16 ufunc loops: which ufunc gets which
+ * functor through which loop shape, and which binary ufuncs get bfloat16 promoters.
+ * add and multiply are registered by reduce_acc.cpp (they accumulate in float32).
+ * Adding a ufunc: a functor in ops.h and one row here.
+ */
+#include "umath/loops.h"
+#include "umath/umath.h"
+
+#include <cstring>
+
+namespace umath {
+
+bf16_tier loop_tier = BF16_TIER_BASELINE;
+
+struct LoopDef {
+    const char *ufunc;
+    PyUFuncGenericFunction func;
+    int nargs;
+    int types[4]; /* -1 stands for bfloat16 */
+};
+
+#define BF -1
+#define BIN(name, Op) {name, binary_loop<Op>, 3, {BF, BF, BF}}
+#define BINBITS(name, Op) {name, binary_bits_loop<Op>, 3, {BF, BF, BF}}
+#define CMP(name, Op) {name, compare_loop<Op>, 3, {BF, BF, NPY_BOOL}}
+#define UN(name, Op) {name, unary_loop<Op>, 2, {BF, BF}}
+#define UNBITS(name, Op) {name, unary_bits_loop<Op>, 2, {BF, BF}}
+#define PRED(name, Op) {name, predicate_loop<Op>, 2, {BF, NPY_BOOL}}
+
+static const LoopDef loop_table[] = {
+    BIN("subtract", Subtract), BIN("divide", Divide), BIN("power", Power),
+    BIN("floor_divide", FloorDivide), BIN("remainder", Remainder), BIN("fmod", Fmod),
+    BIN("maximum", Maximum), BIN("minimum", Minimum), BIN("fmax", Fmax), BIN("fmin", Fmin),
+    BIN("arctan2", Arctan2), BIN("hypot", Hypot), BIN("heaviside", Heaviside),
+    BIN("logaddexp", Logaddexp), BIN("logaddexp2", Logaddexp2),
+    BINBITS("copysign", Copysign), BINBITS("nextafter", Nextafter),
+    CMP("equal", Equal), CMP("not_equal", NotEqual), CMP("less", Less),
+    CMP("less_equal", LessEqual), CMP("greater", Greater), CMP("greater_equal", GreaterEqual),
+    CMP("logical_and", LogicalAnd), CMP("logical_or", LogicalOr),
+    CMP("logical_xor", LogicalXor),
+    UN("reciprocal", Reciprocal), UN("square", Square), UN("sqrt", Sqrt), UN("cbrt", Cbrt),
+    UN("exp", Exp), UN("exp2", Exp2), UN("expm1", Expm1), UN("log", Log), UN("log2", Log2),
+    UN("log10", Log10), UN("log1p", Log1p), UN("sin", Sin), UN("cos", Cos), UN("tan", Tan),
+    UN("arcsin", Arcsin), UN("arccos", Arccos), UN("arctan", Arctan), UN("sinh", Sinh),
+    UN("cosh", Cosh), UN("tanh", Tanh), UN("arcsinh", Arcsinh), UN("arccosh", Arccosh),
+    UN("arctanh", Arctanh), UN("deg2rad", Deg2rad), UN("radians", Deg2rad),
+    UN("rad2deg", Rad2deg), UN("degrees", Rad2deg), UN("floor", Floor), UN("ceil", Ceil),
+    UN("trunc", Trunc), UN("rint", Rint), UN("sign", Sign),
+    UNBITS("negative", Negative), UNBITS("positive", Positive), UNBITS("absolute", Absolute),
+    UNBITS("fabs", Absolute), UNBITS("conjugate", Positive), UNBITS("spacing", Spacing),
+    PRED("isnan", Isnan), PRED("isinf", Isinf), PRED("isfinite", Isfinite),
+    PRED("signbit", Signbit), PRED("logical_not", LogicalNot),
+    {"divmod", divmod_loop, 4, {BF, BF, BF, BF}},
+    {"modf", modf_loop, 3, {BF, BF, BF}},
+    {"frexp", frexp_loop, 3, {BF, BF, NPY_INT}},
+    {"ldexp", ldexp_int_loop, 3, {BF, NPY_INT, BF}},
+    {"ldexp", ldexp_longlong_loop, 3, {BF, NPY_LONGLONG, BF}},
+    {"clip", clip_loop, 4, {BF, BF, BF, BF}},
+};
+
+/* Binary ufuncs whose mixed-type calls promote by the README table. */
+static const char *const binary_promoted[] = {
+    "add", "subtract", "multiply", "divide", "power", "floor_divide", "remainder", "fmod",
+    "maximum", "minimum", "fmax", "fmin", "arctan2", "hypot", "heaviside", "logaddexp",
+    "logaddexp2", "copysign", "nextafter", "equal", "not_equal", "less", "less_equal",
+    "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "divmod",
+    "matmul", "vecdot", "matvec", "vecmat"};
+
+PyObject *
+get_ufunc(PyObject *numpy, const char *name)
+{
+    PyObject *u = NULL;
+    if (strcmp(name, "clip") != 0) {
+        u = PyObject_GetAttrString(numpy, name);
+    }
+    else {
+        PyObject *core = PyObject_GetAttrString(numpy, "_core");
+        PyObject *um = core ? PyObject_GetAttrString(core, "umath") : NULL;
+        Py_XDECREF(core);
+        u = um ? PyObject_GetAttrString(um, "clip") : NULL;
+        Py_XDECREF(um);
+    }
+    if (u != NULL && !PyObject_TypeCheck(u, &PyUFunc_Type)) {
+        Py_DECREF(u);
+        PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a ufunc", name);
+        return NULL;
+    }
+    return u;
+}
+
+} /* namespace umath */
+
+using namespace umath;
+
+extern "C" int
+init_ufuncs(PyObject *module)
+{
+    loop_tier = bf16_cpu_tier();
+    const char *simd = loop_tier >= BF16_TIER_AVX2 ? "avx2" : "baseline";
+#if !((defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__))
+    simd = "baseline";
+#endif
+    if (PyModule_AddStringConstant(module, "_simd", simd) < 0) {
+        return -1;
+    }
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    if (numpy == NULL) {
+        return -1;
+    }
+    int r = 0;
+    for (const LoopDef &def : loop_table) {
+        PyObject *ufunc = get_ufunc(numpy, def.ufunc);
+        if (ufunc == NULL) {
+            r = -1;
+            break;
+        }
+        int types[4];
+        for (int i = 0; i < def.nargs; i++) {
+            types[i] = def.types[i] == BF ? bf16_type_num : def.types[i];
+        }
+        r = PyUFunc_RegisterLoopForType((PyUFuncObject *)ufunc, bf16_type_num, def.func, types,
+                                        NULL);
+        Py_DECREF(ufunc);
+        if (r < 0) {
+            break;
+        }
+    }
+    if (r == 0) {
+        r = register_accumulating_loops(numpy);
+    }
+    if (r == 0) {
+        r = register_promoters(numpy, binary_promoted,
+                               sizeof binary_promoted / sizeof binary_promoted[0]);
+    }
+    Py_DECREF(numpy);
+    return r;
+}

@@ -1,0 +1,34 @@
+/*
+ * umath/umath.h - what the files of the ufunc layer share: the loops that are not one functor
+ * (special_loops.cpp), the float32-accumulating add/multiply (reduce_acc.cpp) and the
+ * promoters (promoters.cpp), all registered by init_ufuncs (registry.cpp). Each register_*
+ * returns 0, or -1 with a Python error set.
+ */
+#ifndef BF16_UMATH_UMATH_H
+#define BF16_UMATH_UMATH_H
+
+#include "module.h"
+
+namespace umath {
+
+/* numpy.<name> (numpy._core.umath.clip for "clip"), checked to be a ufunc. New reference. */
+PyObject *get_ufunc(PyObject *numpy, const char *name);
+
+/* The add and multiply loops (float32 accumulation in reductions). */
+int register_accumulating_loops(PyObject *numpy);
+
+/* Promoters for bfloat16 with every other numeric operand of the named binary ufuncs, for
+ * float_power, and for clip's bounds. */
+int register_promoters(PyObject *numpy, const char *const *binary_names, size_t count);
+
+/* Legacy inner loops with two outputs or mixed operand types. */
+void divmod_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
+void modf_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
+void frexp_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
+void ldexp_int_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
+void ldexp_longlong_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
+void clip_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
+
+} /* namespace umath */
+
+#endif

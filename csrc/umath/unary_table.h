@@ -1,0 +1,41 @@
+/*
+ * umath/unary_table.h - a unary function of one bfloat16 has only 65,536 possible inputs.
+ * For large arrays its results come from a table of all of them, built on first use with the
+ * very computation the direct loop does (so results are identical), together with the IEEE
+ * flags each input raises, which the loop raises again so np.errstate sees the same warnings.
+ * (tests/test_ufuncs.py::test_large_array_table_path_matches_direct_loop)
+ */
+#ifndef BF16_UMATH_UNARY_TABLE_H
+#define BF16_UMATH_UNARY_TABLE_H
+
+#include "module.h"
+
+#include <atomic>
+
+namespace umath {
+
+struct UnaryTable {
+    bf16_t out[65536];
+    uint8_t flags[65536]; /* UNARY_FLAG_* raised by each input */
+};
+
+enum { UNARY_FLAG_OVERFLOW = 1, UNARY_FLAG_INVALID = 2, UNARY_FLAG_DIVBYZERO = 4,
+       UNARY_FLAG_UNDERFLOW = 8 };
+
+/* One slot per functor: published once, never freed. */
+template <class Op> inline std::atomic<UnaryTable *> unary_table_slot{nullptr};
+
+/* The table of `f` in `slot`; when it does not exist yet, built now if `build`, else nullptr
+ * (also nullptr when memory runs out: the caller computes directly). Thread-safe, no GIL. */
+const UnaryTable *unary_table_get(std::atomic<UnaryTable *> &slot, float (*f)(float), bool build);
+
+/* o[i] = table result of a[i] for n strided elements, then raise the inputs' flags. */
+void unary_table_apply(const UnaryTable *t, const char *a, npy_intp sa, char *o, npy_intp so,
+                       npy_intp n);
+
+/* Raise the IEEE flags a set of UNARY_FLAG_* bits stands for. */
+void unary_table_raise(unsigned flags);
+
+} /* namespace umath */
+
+#endif
