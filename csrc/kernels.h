@@ -6,9 +6,10 @@
  * negative; data pointers may be unaligned (every access goes through memcpy-style loads).
  * Source and destination buffers must not overlap unless the function says otherwise.
  *
- * Every value conversion goes through bf16.h, so rounding has a single definition. SIMD code is
- * picked at run time: call bf16_kernels_init() once (the module does it at import) before the
- * first use; without it the portable code runs, which gives the same results.
+ * Implemented in csrc/kernels/ (convert.c, reduce.c, argext.c, sort.c; dispatch.c holds one
+ * table per tier). Every value conversion follows bf16.h, so rounding has a single definition.
+ * SIMD code is picked at run time from bf16_cpu_tier(): call bf16_kernels_init() once (the
+ * module does it at import) before the first use; without it the portable code runs.
  * All functions are thread-safe: they keep no mutable state besides the dispatch table written
  * by bf16_kernels_init().
  */
@@ -25,7 +26,7 @@ extern "C" {
 /* Choose the SIMD implementations for this CPU. Idempotent; call once before threads start. */
 void bf16_kernels_init(void);
 
-/* Name of the implementation in use ("avx2" or "generic"), for diagnostics and tests. */
+/* Name of the tier in use ("baseline", "avx2", ...), for diagnostics and tests. */
 const char *bf16_kernels_isa(void);
 
 /*
