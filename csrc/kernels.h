@@ -36,6 +36,15 @@ const char *bf16_kernels_isa(void);
 void bf16_from_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                          ptrdiff_t n, int *overflow);
 
+/*
+ * float64 -> bfloat16 with a single rounding (nearest even; NaN -> quiet NaN with its sign).
+ * Raises no FPU flag itself: sets *overflow to 1 when some finite value rounded to +-inf and
+ * *underflow to 1 when some 0 < |value| < 2^-126 did not convert exactly (numpy's float16
+ * rule); leaves them alone otherwise (either may be NULL).
+ */
+void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
+                         ptrdiff_t n, int *overflow, int *underflow);
+
 /* bfloat16 -> float32 (exact). */
 void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                        ptrdiff_t n);

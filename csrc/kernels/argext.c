@@ -64,6 +64,7 @@ KINLINE ptrdiff_t amax_body(const char *s, ptrdiff_t n, int negate)
 DEFINE_ARGEXT(baseline, )
 #if defined(BF16K_X86)
 DEFINE_ARGEXT(avx2, KTARGET_AVX2)
+DEFINE_ARGEXT(avx512, KTARGET_AVX512)
 #endif
 
 ptrdiff_t bf16_argmax(const void *data, ptrdiff_t n)

@@ -8,7 +8,7 @@
 
 static const bf16k_table table_baseline = {
     "baseline",
-    bf16k_from_f32_baseline, bf16k_to_f32_baseline,
+    bf16k_from_f32_baseline, bf16k_to_f32_baseline, bf16k_from_f64_baseline,
     bf16k_sum32_baseline, bf16k_sum64_baseline, bf16k_prod32_baseline, bf16k_cnz_baseline,
     bf16k_argmax_baseline, bf16k_argmin_baseline,
 };
@@ -16,9 +16,16 @@ static const bf16k_table table_baseline = {
 #if defined(BF16K_X86)
 static const bf16k_table table_avx2 = {
     "avx2",
-    bf16k_from_f32_avx2, bf16k_to_f32_avx2,
+    bf16k_from_f32_avx2, bf16k_to_f32_avx2, bf16k_from_f64_baseline,
     bf16k_sum32_avx2, bf16k_sum64_avx2, bf16k_prod32_avx2, bf16k_cnz_avx2,
     bf16k_argmax_avx2, bf16k_argmin_avx2,
+};
+
+static const bf16k_table table_avx512 = {
+    "avx512",
+    bf16k_from_f32_avx512, bf16k_to_f32_avx512, bf16k_from_f64_avx512,
+    bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
+    bf16k_argmax_avx512, bf16k_argmin_avx512,
 };
 #endif
 
@@ -37,7 +44,10 @@ void bf16_kernels_init(void)
 {
     const bf16k_table *t = &table_baseline;
 #if defined(BF16K_X86)
-    if (bf16_cpu_tier() >= BF16_TIER_AVX2) t = &table_avx2;
+    /* the avx512bf16 tier has no kernels of its own here: it runs the avx512 ones */
+    bf16_tier tier = bf16_cpu_tier();
+    if (tier >= BF16_TIER_AVX512) t = &table_avx512;
+    else if (tier >= BF16_TIER_AVX2) t = &table_avx2;
 #endif
 #if defined(__GNUC__) || defined(__clang__)
     __atomic_store_n(&g_table, t, __ATOMIC_RELEASE);

@@ -17,6 +17,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BF16K_X86 1
 #define KTARGET_AVX2 __attribute__((target("avx2,fma")))
+#define KTARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")))
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -38,6 +39,8 @@ typedef struct {
     const char *name;
     int (*from_f32)(const char *src, char *dst, ptrdiff_t n);  /* returns 1 on overflow */
     void (*to_f32)(const char *src, char *dst, ptrdiff_t n);
+    /* bit 0: a finite value overflowed to inf; bit 1: a tiny result was inexact (underflow) */
+    int (*from_f64)(const char *src, char *dst, ptrdiff_t n);
     float (*sum32)(const char *src, ptrdiff_t n);
     double (*sum64)(const char *src, ptrdiff_t n);
     float (*prod32)(const char *src, ptrdiff_t n);
@@ -52,6 +55,7 @@ const bf16k_table *bf16k_table_get(void);
 /* convert.c */
 int bf16k_from_f32_baseline(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f32_baseline(const char *s, char *d, ptrdiff_t n);
+int bf16k_from_f64_baseline(const char *s, char *d, ptrdiff_t n);
 
 /* reduce.c */
 float bf16k_sum32_baseline(const char *s, ptrdiff_t n);
@@ -72,6 +76,19 @@ float bf16k_prod32_avx2(const char *s, ptrdiff_t n);
 int64_t bf16k_cnz_avx2(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmax_avx2(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmin_avx2(const char *s, ptrdiff_t n);
+
+int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n);
+void bf16k_to_f32_avx512(const char *s, char *d, ptrdiff_t n);
+int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n);
+float bf16k_sum32_avx512(const char *s, ptrdiff_t n);
+double bf16k_sum64_avx512(const char *s, ptrdiff_t n);
+float bf16k_prod32_avx512(const char *s, ptrdiff_t n);
+int64_t bf16k_cnz_avx512(const char *s, ptrdiff_t n);
+ptrdiff_t bf16k_argmax_avx512(const char *s, ptrdiff_t n);
+ptrdiff_t bf16k_argmin_avx512(const char *s, ptrdiff_t n);
 #endif
+
+#define BF16K_OVERFLOW 1
+#define BF16K_UNDERFLOW 2
 
 #endif /* BF16_KERNELS_INTERNAL_H */

@@ -155,6 +155,7 @@ KINLINE int64_t cnz_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
 DEFINE_REDUCE(baseline, )
 #if defined(BF16K_X86)
 DEFINE_REDUCE(avx2, KTARGET_AVX2)
+DEFINE_REDUCE(avx512, KTARGET_AVX512)
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
