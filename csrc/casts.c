@@ -71,6 +71,20 @@ float_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
 }
 
 static void
+double_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
+{
+    (void)a; (void)b;
+    int overflow = 0, underflow = 0;
+    bf16_from_f64_array(from, 8, to, 2, (ptrdiff_t)n, &overflow, &underflow);
+    if (overflow) {
+        bf16_raise_overflow();
+    }
+    if (underflow) {
+        feraiseexcept(FE_UNDERFLOW);
+    }
+}
+
+static void
 warn_complex(void)
 {
     if (complex_warning != NULL) {
@@ -99,7 +113,6 @@ warn_complex(void)
         }                                                                              \
         if (overflow) bf16_raise_overflow();                                           \
     }
-WIDE_TO_BF16(double, double, 1, f64_to_bf16, 0)
 WIDE_TO_BF16(longdouble, long double, 1, ld_to_bf16, 0)
 WIDE_TO_BF16(cfloat, float, 2, f32_to_bf16, 1)
 WIDE_TO_BF16(cdouble, double, 2, f64_to_bf16, 1)

@@ -6,9 +6,10 @@
  * negative; data pointers may be unaligned (every access goes through memcpy-style loads).
  * Source and destination buffers must not overlap unless the function says otherwise.
  *
- * Every value conversion goes through bf16.h, so rounding has a single definition. SIMD code is
- * picked at run time: call bf16_kernels_init() once (the module does it at import) before the
- * first use; without it the portable code runs, which gives the same results.
+ * Implemented in csrc/kernels/ (convert.c, reduce.c, argext.c, sort.c; dispatch.c holds one
+ * table per tier). Every value conversion follows bf16.h, so rounding has a single definition.
+ * SIMD code is picked at run time from bf16_cpu_tier(): call bf16_kernels_init() once (the
+ * module does it at import) before the first use; without it the portable code runs.
  * All functions are thread-safe: they keep no mutable state besides the dispatch table written
  * by bf16_kernels_init().
  */
@@ -25,7 +26,7 @@ extern "C" {
 /* Choose the SIMD implementations for this CPU. Idempotent; call once before threads start. */
 void bf16_kernels_init(void);
 
-/* Name of the implementation in use ("avx2" or "generic"), for diagnostics and tests. */
+/* Name of the tier in use ("baseline", "avx2", ...), for diagnostics and tests. */
 const char *bf16_kernels_isa(void);
 
 /*
@@ -34,6 +35,15 @@ const char *bf16_kernels_isa(void);
  */
 void bf16_from_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                          ptrdiff_t n, int *overflow);
+
+/*
+ * float64 -> bfloat16 with a single rounding (nearest even; NaN -> quiet NaN with its sign).
+ * Raises no FPU flag itself: sets *overflow to 1 when some finite value rounded to +-inf and
+ * *underflow to 1 when some 0 < |value| < 2^-126 did not convert exactly (numpy's float16
+ * rule); leaves them alone otherwise (either may be NULL).
+ */
+void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
+                         ptrdiff_t n, int *overflow, int *underflow);
 
 /* bfloat16 -> float32 (exact). */
 void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,

@@ -1,5 +1,5 @@
 /*
- * kernels_sort.c - sorting bfloat16 arrays in numpy order (see kernels.h).
+ * kernels/sort.c - sorting bfloat16 arrays in numpy order (see kernels.h).
  *
  * numpy order: ascending, NaNs last, -0.0 == +0.0. The comparison key is bf16_sort_key() from
  * bf16.h (NaNs all map to 0xffff, both zeros to the same key).
@@ -19,6 +19,7 @@
 #endif
 
 #include "kernels.h"
+#include "kernels/internal.h"
 #include "bf16.h"
 
 #include <stdlib.h>
@@ -29,15 +30,6 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define KINLINE static inline __attribute__((always_inline))
-#else
-#define KINLINE static inline
-#endif
-
-KINLINE uint16_t ld16(const char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-KINLINE void st16(char *p, uint16_t v) { memcpy(p, &v, 2); }
 
 #define INSERTION_MAX 48          /* n up to this: insertion sort */
 #define COUNTING_MIN 8192         /* n from this: counting sort (values) */

@@ -1,0 +1,382 @@
+/*
+ * kernels/convert.c - bulk conversions between bfloat16 and float32/float64 (see kernels.h).
+ *
+ * The portable loops are the scalar bf16.h functions applied per element; the AVX2 and AVX-512
+ * versions are lane-wise transcriptions of the same formulas (tests/test_kernels_convert.py
+ * compares every tier with an independent reference). Large outputs use non-temporal stores:
+ * the output is not re-read soon, and streaming saves the read-for-ownership traffic.
+ */
+#include "kernels.h"
+#include "kernels/internal.h"
+#include "bf16.h"
+
+#include <fenv.h>
+
+#if defined(BF16K_X86)
+#include <immintrin.h>
+#endif
+
+#define NT_MIN_BYTES ((ptrdiff_t)1 << 22) /* stream outputs of at least 4 MiB */
+
+/* Returns nonzero if a finite input overflowed to inf. */
+KINLINE int from_f32_body(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds, ptrdiff_t n)
+{
+    unsigned ovf = 0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        uint32_t u = ld32(s + i * ss);
+        bf16_t h = bf16_round_bits_rne(u);
+        /* bf16_overflowed(), written on the bits so the loop stays integer-only. */
+        ovf |= (unsigned)(((u & 0x7fffffffu) < 0x7f800000u) & ((h & BF16_ABS) == BF16_INF));
+        st16(d + i * ds, h);
+    }
+    return ovf != 0;
+}
+
+KINLINE void to_f32_body(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds, ptrdiff_t n)
+{
+    for (ptrdiff_t i = 0; i < n; i++)
+        stf(d + i * ds, bf16_to_f32(ld16(s + i * ss)));
+}
+
+int bf16k_from_f32_baseline(const char *s, char *d, ptrdiff_t n)
+{
+    return from_f32_body(s, 4, d, 2, n);
+}
+
+void bf16k_to_f32_baseline(const char *s, char *d, ptrdiff_t n) { to_f32_body(s, 2, d, 4, n); }
+
+/*
+ * float64 -> bfloat16 flags, decided on the bits so that every tier reports the same ones:
+ * overflow when a finite input became inf; underflow (numpy's float16 rule: tiny before
+ * rounding) when 0 < |d| < 2^-126 and the result is inexact.
+ */
+#define F64_ABS 0x7fffffffffffffffull
+#define F64_INF 0x7ff0000000000000ull
+#define F64_MIN_NORMAL_BF16 0x3810000000000000ull /* 2^-126 */
+
+KINLINE int from_f64_body(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds, ptrdiff_t n)
+{
+    int flags = 0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double v;
+        memcpy(&v, s + i * ss, 8);
+        uint64_t a = f64_bits(v) & F64_ABS;
+        bf16_t h = f64_to_bf16(v);
+        if ((h & BF16_ABS) == BF16_INF && a < F64_INF) flags |= BF16K_OVERFLOW;
+        if (a != 0 && a < F64_MIN_NORMAL_BF16 && f64_bits(bf16_to_f64(h)) != f64_bits(v))
+            flags |= BF16K_UNDERFLOW;
+        st16(d + i * ds, h);
+    }
+    return flags;
+}
+
+/* f64_to_bf16 narrows through the FPU, which raises its own flags (inexact, and underflow or
+ * overflow of the float32 step); those are discarded so that only the flags computed on the
+ * bits, the same for every tier, reach the caller. */
+int bf16k_from_f64_baseline(const char *s, char *d, ptrdiff_t n)
+{
+    fexcept_t saved;
+    int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+    int flags = from_f64_body(s, 8, d, 2, n);
+    if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    return flags;
+}
+
+#if defined(BF16K_X86)
+/*
+ * AVX2 conversions, written with intrinsics: GCC's auto-vectorisation of bf16_round_bits_rne
+ * narrows and widens needlessly and runs ~20% slower than memory bandwidth allows.
+ * rne8_avx2 is the lane-wise transcription of bf16_round_bits_rne (bf16.h) - same formula,
+ * same NaN rule.
+ */
+KTARGET_AVX2 static inline __m256i rne8_avx2(__m256i u)
+{
+    const __m256i c7fff = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i quiet = _mm256_set1_epi32(0x0040);
+    __m256i hi = _mm256_srli_epi32(u, 16);
+    __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, c7fff), _mm256_and_si256(hi, one)), 16);
+    __m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
+    return _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, quiet), isnan);
+}
+
+/* finite and at least halfway past the largest finite bfloat16: rounds to inf */
+KTARGET_AVX2 static inline __m256i ovf8_avx2(__m256i u)
+{
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i below_half = _mm256_set1_epi32(0x7f7f7fff);
+    __m256i a = _mm256_and_si256(u, absm);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(a, below_half), _mm256_cmpgt_epi32(inf, a));
+}
+
+KTARGET_AVX2 int bf16k_from_f32_avx2(const char *s, char *d, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    int ovf = 0;
+    int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
+    if (stream) {
+        /* scalar head up to a 32-byte aligned destination */
+        ptrdiff_t head = (ptrdiff_t)(((32u - ((uintptr_t)d & 31u)) & 31u) / 2u);
+        ovf = from_f32_body(s, 4, d, 2, head);
+        i = head;
+    }
+    __m256i ov = _mm256_setzero_si256();
+    for (; i + 16 <= n; i += 16) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(s + 4 * i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + 4 * i + 32));
+        ov = _mm256_or_si256(ov, _mm256_or_si256(ovf8_avx2(a), ovf8_avx2(b)));
+        /* packus works per 128-bit half: lanes come out a0-3 b0-3 a4-7 b4-7, permute fixes */
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(rne8_avx2(a), rne8_avx2(b)), 0xd8);
+        if (stream) _mm256_stream_si256((__m256i *)(void *)(d + 2 * i), p);
+        else _mm256_storeu_si256((__m256i *)(void *)(d + 2 * i), p);
+    }
+    if (stream) _mm_sfence();
+    ovf |= !_mm256_testz_si256(ov, ov);
+    ovf |= from_f32_body(s + 4 * i, 4, d + 2 * i, 2, n - i);
+    return ovf;
+}
+
+KTARGET_AVX2 void bf16k_to_f32_avx2(const char *s, char *d, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    int stream = n >= NT_MIN_BYTES / 4 && ((uintptr_t)d & 3u) == 0;
+    if (stream) {
+        ptrdiff_t head = (ptrdiff_t)(((32u - ((uintptr_t)d & 31u)) & 31u) / 4u);
+        to_f32_body(s, 2, d, 4, head);
+        i = head;
+    }
+    const __m256i zero = _mm256_setzero_si256();
+    for (; i + 16 <= n; i += 16) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + 2 * i));
+        v = _mm256_permute4x64_epi64(v, 0xd8); /* 64-bit blocks 0 2 1 3: unpack stays in order */
+        /* interleaving zero below each 16-bit value is bf16_to_f32: value << 16 */
+        __m256i lo = _mm256_unpacklo_epi16(zero, v), hi = _mm256_unpackhi_epi16(zero, v);
+        if (stream) {
+            _mm256_stream_si256((__m256i *)(void *)(d + 4 * i), lo);
+            _mm256_stream_si256((__m256i *)(void *)(d + 4 * i + 32), hi);
+        } else {
+            _mm256_storeu_si256((__m256i *)(void *)(d + 4 * i), lo);
+            _mm256_storeu_si256((__m256i *)(void *)(d + 4 * i + 32), hi);
+        }
+    }
+    if (stream) _mm_sfence();
+    to_f32_body(s + 2 * i, 2, d + 4 * i, 4, n - i);
+}
+
+/*
+ * AVX-512 (F/BW/VL/DQ) conversions. Tails use masked loads and stores (masked-out lanes are
+ * neither read nor written), so there is no scalar remainder loop.
+ */
+
+/* bf16_round_bits_rne on 16 lanes, narrowed to 16 bits; ORs overflow lanes into *ovf. */
+KTARGET_AVX512 static inline __m256i rne16_avx512(__m512i u, __mmask16 *ovf)
+{
+    const __m512i inf = _mm512_set1_epi32(0x7f800000);
+    __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    __mmask16 isnan = _mm512_cmpgt_epu32_mask(a, inf);
+    /* finite and at least halfway past the largest finite bfloat16: rounds to inf */
+    *ovf |= _mm512_mask_cmpgt_epu32_mask(_mm512_cmplt_epu32_mask(a, inf), a,
+                                         _mm512_set1_epi32(0x7f7f7fff));
+    __m512i hi = _mm512_srli_epi32(u, 16);
+    __m512i bump = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                    _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bump), 16);
+    r = _mm512_mask_or_epi32(r, isnan, hi, _mm512_set1_epi32(0x0040));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+KTARGET_AVX512 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    __mmask16 ovf = 0;
+    int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
+    if (stream) {
+        /* masked head up to a 64-byte aligned destination (at most 31 elements) */
+        ptrdiff_t head = (ptrdiff_t)(((64u - ((uintptr_t)d & 63u)) & 63u) / 2u);
+        for (; i < head; i += 16) {
+            ptrdiff_t m = head - i < 16 ? head - i : 16;
+            __mmask16 k = (__mmask16)((1u << m) - 1u);
+            __m256i h = rne16_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
+            _mm256_mask_storeu_epi16(d + 2 * i, k, h);
+        }
+        i = head;
+    }
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = rne16_avx512(_mm512_loadu_si512(s + 4 * i), &ovf);
+        __m256i b = rne16_avx512(_mm512_loadu_si512(s + 4 * i + 64), &ovf);
+        __m512i p = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+        if (stream) _mm512_stream_si512((void *)(d + 2 * i), p);
+        else _mm512_storeu_si512(d + 2 * i, p);
+    }
+    if (stream) _mm_sfence();
+    for (; i < n; i += 16) {
+        ptrdiff_t m = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)((1u << m) - 1u);
+        __m256i h = rne16_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
+        _mm256_mask_storeu_epi16(d + 2 * i, k, h);
+    }
+    return ovf != 0;
+}
+
+/* bf16_to_f32 on 16 lanes: zero-extend to 32 bits, shift into the high half */
+KTARGET_AVX512 static inline __m512i widen16_avx512(__m256i h)
+{
+    return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+}
+
+KTARGET_AVX512 void bf16k_to_f32_avx512(const char *s, char *d, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    int stream = n >= NT_MIN_BYTES / 4 && ((uintptr_t)d & 3u) == 0;
+    if (stream) {
+        ptrdiff_t head = (ptrdiff_t)(((64u - ((uintptr_t)d & 63u)) & 63u) / 4u); /* < 16 */
+        __mmask16 k = (__mmask16)((1u << head) - 1u);
+        _mm512_mask_storeu_epi32(d, k, widen16_avx512(_mm256_maskz_loadu_epi16(k, s)));
+        i = head;
+    }
+    for (; i + 32 <= n; i += 32) {
+        __m512i a = widen16_avx512(_mm256_loadu_si256((const void *)(s + 2 * i)));
+        __m512i b = widen16_avx512(_mm256_loadu_si256((const void *)(s + 2 * i + 32)));
+        if (stream) {
+            _mm512_stream_si512((void *)(d + 4 * i), a);
+            _mm512_stream_si512((void *)(d + 4 * i + 64), b);
+        } else {
+            _mm512_storeu_si512(d + 4 * i, a);
+            _mm512_storeu_si512(d + 4 * i + 64, b);
+        }
+    }
+    if (stream) _mm_sfence();
+    for (; i < n; i += 16) {
+        ptrdiff_t m = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)((1u << m) - 1u);
+        _mm512_mask_storeu_epi32(d + 4 * i, k,
+                                 widen16_avx512(_mm256_maskz_loadu_epi16(k, s + 2 * i)));
+    }
+}
+
+/*
+ * float64 -> bfloat16 on 8 lanes with one rounding, as f64_to_bf16 (bf16.h): narrow to float32
+ * toward zero and make the result odd when inexact (round to odd), then round to nearest even.
+ * The conversions suppress exceptions ({sae}) and the comparisons are on the bits, so no FPU
+ * flag is raised; overflow and underflow are computed as in from_f64_body.
+ */
+KTARGET_AVX512 static inline __m128i f64_to_bf16_8_avx512(__m512d x, int *flags)
+{
+    const __m512i absm = _mm512_set1_epi64((long long)F64_ABS);
+    __m512i xb = _mm512_castpd_si512(x);
+    __m512i a = _mm512_and_si512(xb, absm);
+    __m256 f = _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512d back = _mm512_cvt_roundps_pd(f, _MM_FROUND_NO_EXC);
+    __mmask8 inexact = _mm512_cmpneq_epi64_mask(_mm512_castpd_si512(back), xb);
+    __m256i u = _mm256_castps_si256(f);
+    u = _mm256_mask_or_epi32(u, inexact, u, _mm256_set1_epi32(1));
+    /* round to nearest even, as bf16_round_bits_rne, on 8 lanes (u is never a NaN here
+     * unless x is one, and NaN lanes are replaced below) */
+    __m256i hi = _mm256_srli_epi32(u, 16);
+    __m256i bump = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                    _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bump), 16);
+    __mmask8 isnan = _mm512_cmpgt_epu64_mask(a, _mm512_set1_epi64((long long)F64_INF));
+    __m256i sign = _mm256_and_si256(_mm512_cvtepi64_epi32(_mm512_srli_epi64(xb, 48)),
+                                    _mm256_set1_epi32(BF16_SIGN));
+    r = _mm256_mask_or_epi32(r, isnan, sign, _mm256_set1_epi32(BF16_QNAN));
+    /* flags */
+    __mmask8 finite = _mm512_cmplt_epu64_mask(a, _mm512_set1_epi64((long long)F64_INF));
+    __mmask8 isinf = _mm256_cmpeq_epi32_mask(_mm256_and_si256(r, _mm256_set1_epi32(BF16_ABS)),
+                                             _mm256_set1_epi32(BF16_INF));
+    __mmask8 tiny = _mm512_cmplt_epu64_mask(a, _mm512_set1_epi64((long long)F64_MIN_NORMAL_BF16)) &
+                    _mm512_test_epi64_mask(a, a);
+    __mmask8 dropped = _mm256_test_epi32_mask(u, _mm256_set1_epi32(0xffff)) | inexact;
+    *flags |= ((finite & isinf) ? BF16K_OVERFLOW : 0) | ((tiny & dropped) ? BF16K_UNDERFLOW : 0);
+    return _mm256_cvtepi32_epi16(r);
+}
+
+KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
+{
+    int flags = 0;
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i a = f64_to_bf16_8_avx512(_mm512_loadu_pd(s + 8 * i), &flags);
+        __m128i b = f64_to_bf16_8_avx512(_mm512_loadu_pd(s + 8 * i + 64), &flags);
+        _mm256_storeu_si256((void *)(d + 2 * i), _mm256_set_m128i(b, a));
+    }
+    for (; i < n; i += 8) {
+        ptrdiff_t m = n - i < 8 ? n - i : 8;
+        __mmask8 k = (__mmask8)((1u << m) - 1u);
+        __m128i h = f64_to_bf16_8_avx512(_mm512_maskz_loadu_pd(k, s + 8 * i), &flags);
+        _mm_mask_storeu_epi16(d + 2 * i, k, h);
+    }
+    return flags;
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* public entry points                                                                        */
+
+#define CONV_BLOCK 512
+
+void bf16_from_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
+                         ptrdiff_t n, int *overflow)
+{
+    if (n <= 0) return;
+    int ovf;
+    const bf16k_table *t = bf16k_table_get();
+    const char *s = (const char *)src;
+    char *d = (char *)dst;
+    if (src_stride == 4 && dst_stride == 2) {
+        ovf = t->from_f32(s, d, n);
+    } else {
+        /* strided: gather a block into contiguous scratch, convert with the contiguous kernel,
+         * scatter; the scalar strided loop is several times slower */
+        uint32_t in[CONV_BLOCK];
+        uint16_t out[CONV_BLOCK];
+        ovf = 0;
+        for (ptrdiff_t b = 0; b < n; b += CONV_BLOCK) {
+            ptrdiff_t m = n - b < CONV_BLOCK ? n - b : CONV_BLOCK;
+            const char *sb = s + b * src_stride;
+            char *db = d + b * dst_stride;
+            const char *sc = sb;
+            if (src_stride != 4) {
+                for (ptrdiff_t i = 0; i < m; i++) in[i] = ld32(sb + i * src_stride);
+                sc = (const char *)in;
+            }
+            if (dst_stride == 2) {
+                ovf |= t->from_f32(sc, db, m);
+            } else {
+                ovf |= t->from_f32(sc, (char *)out, m);
+                for (ptrdiff_t i = 0; i < m; i++) st16(db + i * dst_stride, out[i]);
+            }
+        }
+    }
+    if (ovf && overflow) *overflow = 1;
+}
+
+void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
+                         ptrdiff_t n, int *overflow, int *underflow)
+{
+    if (n <= 0) return;
+    int flags;
+    const char *s = (const char *)src;
+    char *d = (char *)dst;
+    if (src_stride == 8 && dst_stride == 2) {
+        flags = bf16k_table_get()->from_f64(s, d, n);
+    } else {
+        fexcept_t saved;
+        int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+        flags = from_f64_body(s, src_stride, d, dst_stride, n);
+        if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    }
+    if ((flags & BF16K_OVERFLOW) && overflow) *overflow = 1;
+    if ((flags & BF16K_UNDERFLOW) && underflow) *underflow = 1;
+}
+
+void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
+                       ptrdiff_t n)
+{
+    if (n <= 0) return;
+    if (src_stride == 2 && dst_stride == 4)
+        bf16k_table_get()->to_f32((const char *)src, (char *)dst, n);
+    else
+        to_f32_body((const char *)src, src_stride, (char *)dst, dst_stride, n);
+}

@@ -1,0 +1,94 @@
+/*
+ * kernels/internal.h - shared by the bulk-kernel files (convert.c, reduce.c, argext.c, sort.c,
+ * dispatch.c); not part of the public interface, which is csrc/kernels.h.
+ *
+ * A tier is one bf16k_table: every contiguous kernel that has a per-tier version. Each concern
+ * file defines its kernels for each tier (a generic body compiled under a target attribute, or
+ * intrinsics where the compiler's vectorisation falls short); dispatch.c assembles the tables
+ * and picks one from bf16_cpu_tier() at import.
+ */
+#ifndef BF16_KERNELS_INTERNAL_H
+#define BF16_KERNELS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BF16K_X86 1
+#define KTARGET_AVX2 __attribute__((target("avx2,fma")))
+#define KTARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")))
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KINLINE static inline __attribute__((always_inline))
+#else
+#define KINLINE static inline
+#endif
+
+/* unaligned loads and stores, no type punning */
+KINLINE uint16_t ld16(const char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+KINLINE void st16(char *p, uint16_t v) { memcpy(p, &v, 2); }
+KINLINE uint32_t ld32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+KINLINE void st32(char *p, uint32_t v) { memcpy(p, &v, 4); }
+KINLINE float ldf(const char *p) { float v; memcpy(&v, p, 4); return v; }
+KINLINE void stf(char *p, float v) { memcpy(p, &v, 4); }
+
+/* Contiguous kernels of one tier. Pointers may be unaligned; n >= 1. */
+typedef struct {
+    const char *name;
+    int (*from_f32)(const char *src, char *dst, ptrdiff_t n);  /* returns 1 on overflow */
+    void (*to_f32)(const char *src, char *dst, ptrdiff_t n);
+    /* bit 0: a finite value overflowed to inf; bit 1: a tiny result was inexact (underflow) */
+    int (*from_f64)(const char *src, char *dst, ptrdiff_t n);
+    float (*sum32)(const char *src, ptrdiff_t n);
+    double (*sum64)(const char *src, ptrdiff_t n);
+    float (*prod32)(const char *src, ptrdiff_t n);
+    int64_t (*cnz)(const char *src, ptrdiff_t n);
+    ptrdiff_t (*argmax)(const char *src, ptrdiff_t n);
+    ptrdiff_t (*argmin)(const char *src, ptrdiff_t n);
+} bf16k_table;
+
+/* The table in force (baseline until bf16_kernels_init() has run). */
+const bf16k_table *bf16k_table_get(void);
+
+/* convert.c */
+int bf16k_from_f32_baseline(const char *s, char *d, ptrdiff_t n);
+void bf16k_to_f32_baseline(const char *s, char *d, ptrdiff_t n);
+int bf16k_from_f64_baseline(const char *s, char *d, ptrdiff_t n);
+
+/* reduce.c */
+float bf16k_sum32_baseline(const char *s, ptrdiff_t n);
+double bf16k_sum64_baseline(const char *s, ptrdiff_t n);
+float bf16k_prod32_baseline(const char *s, ptrdiff_t n);
+int64_t bf16k_cnz_baseline(const char *s, ptrdiff_t n);
+
+/* argext.c */
+ptrdiff_t bf16k_argmax_baseline(const char *s, ptrdiff_t n);
+ptrdiff_t bf16k_argmin_baseline(const char *s, ptrdiff_t n);
+
+#if defined(BF16K_X86)
+int bf16k_from_f32_avx2(const char *s, char *d, ptrdiff_t n);
+void bf16k_to_f32_avx2(const char *s, char *d, ptrdiff_t n);
+float bf16k_sum32_avx2(const char *s, ptrdiff_t n);
+double bf16k_sum64_avx2(const char *s, ptrdiff_t n);
+float bf16k_prod32_avx2(const char *s, ptrdiff_t n);
+int64_t bf16k_cnz_avx2(const char *s, ptrdiff_t n);
+ptrdiff_t bf16k_argmax_avx2(const char *s, ptrdiff_t n);
+ptrdiff_t bf16k_argmin_avx2(const char *s, ptrdiff_t n);
+
+int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n);
+void bf16k_to_f32_avx512(const char *s, char *d, ptrdiff_t n);
+int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n);
+float bf16k_sum32_avx512(const char *s, ptrdiff_t n);
+double bf16k_sum64_avx512(const char *s, ptrdiff_t n);
+float bf16k_prod32_avx512(const char *s, ptrdiff_t n);
+int64_t bf16k_cnz_avx512(const char *s, ptrdiff_t n);
+ptrdiff_t bf16k_argmax_avx512(const char *s, ptrdiff_t n);
+ptrdiff_t bf16k_argmin_avx512(const char *s, ptrdiff_t n);
+#endif
+
+#define BF16K_OVERFLOW 1
+#define BF16K_UNDERFLOW 2
+
+#endif /* BF16_KERNELS_INTERNAL_H */

@@ -1,0 +1,190 @@
+/*
+ * kernels/reduce.c - float32/float64-accumulating sums and products, count_nonzero (kernels.h).
+ *
+ * Float sums use lane accumulators inside fixed-size leaf blocks combined by a binary cascade
+ * (pairwise summation), so the error bound is O(log n) * eps. The bodies are written once over
+ * plain C and instantiated per tier under a target attribute, which the compiler vectorises;
+ * every tier performs the same additions in the same order, so results agree bit for bit.
+ */
+#include "kernels.h"
+#include "kernels/internal.h"
+#include "bf16.h"
+
+#define SUM_LANES 32   /* float32 accumulators per leaf (4 AVX2 vectors) */
+#define SUM_LEAF 512   /* elements per leaf: 16 additions per accumulator */
+#define SUM_VEC 8      /* width of the cascaded partial sums */
+#define SUM_LEVELS 64
+
+/* Sum one leaf of SUM_LEAF elements into out[SUM_VEC]; tree-combines the lanes. */
+KINLINE void sum32_leaf(const char *s, ptrdiff_t ss, float *out)
+{
+    float a[SUM_LANES];
+    for (int j = 0; j < SUM_LANES; j++) a[j] = bf16_to_f32(ld16(s + j * ss));
+    for (int i = SUM_LANES; i < SUM_LEAF; i += SUM_LANES)
+        for (int j = 0; j < SUM_LANES; j++) a[j] += bf16_to_f32(ld16(s + (i + j) * ss));
+    for (int j = 0; j < 16; j++) a[j] += a[j + 16];
+    for (int j = 0; j < 8; j++) out[j] = a[j] + a[j + 8];
+}
+
+/* Horizontal pairwise reduction of SUM_VEC lanes. */
+KINLINE float hsum8f(const float *v)
+{
+    float a = v[0] + v[4], b = v[1] + v[5], c = v[2] + v[6], e = v[3] + v[7];
+    return (a + c) + (b + e);
+}
+
+KINLINE float sum32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+{
+    float lvl[SUM_LEVELS][SUM_VEC];
+    uint64_t have = 0;
+    ptrdiff_t nleaf = n / SUM_LEAF;
+    for (ptrdiff_t b = 0; b < nleaf; b++) {
+        float v[SUM_VEC];
+        sum32_leaf(s + b * SUM_LEAF * ss, ss, v);
+        int l = 0;
+        while (have & ((uint64_t)1 << l)) {   /* binary counter: pairwise combination */
+            for (int j = 0; j < SUM_VEC; j++) v[j] = lvl[l][j] + v[j];
+            have &= ~((uint64_t)1 << l);
+            l++;
+        }
+        memcpy(lvl[l], v, sizeof v);
+        have |= (uint64_t)1 << l;
+    }
+    /* tail: fewer than SUM_LEAF elements, at most 64 per lane */
+    float t[SUM_VEC] = {0};
+    ptrdiff_t i = nleaf * SUM_LEAF;
+    for (; i + SUM_VEC <= n; i += SUM_VEC)
+        for (int j = 0; j < SUM_VEC; j++) t[j] += bf16_to_f32(ld16(s + (i + j) * ss));
+    for (int j = 0; i < n; i++, j++) t[j] += bf16_to_f32(ld16(s + i * ss));
+    /* combine the remaining levels, smallest first, then the tail */
+    float acc[SUM_VEC] = {0};
+    int first = 1;
+    for (int l = 0; l < SUM_LEVELS && (have >> l); l++) {
+        if (!(have & ((uint64_t)1 << l))) continue;
+        if (first) { memcpy(acc, lvl[l], sizeof acc); first = 0; }
+        else for (int j = 0; j < SUM_VEC; j++) acc[j] = lvl[l][j] + acc[j];
+    }
+    for (int j = 0; j < SUM_VEC; j++) acc[j] += t[j];
+    return hsum8f(acc);
+}
+
+#define SUMD_LANES 16
+#define SUMD_LEAF 256
+#define SUMD_VEC 4
+
+KINLINE void sum64_leaf(const char *s, ptrdiff_t ss, double *out)
+{
+    double a[SUMD_LANES];
+    for (int j = 0; j < SUMD_LANES; j++) a[j] = (double)bf16_to_f32(ld16(s + j * ss));
+    for (int i = SUMD_LANES; i < SUMD_LEAF; i += SUMD_LANES)
+        for (int j = 0; j < SUMD_LANES; j++) a[j] += (double)bf16_to_f32(ld16(s + (i + j) * ss));
+    for (int j = 0; j < 8; j++) a[j] += a[j + 8];
+    for (int j = 0; j < 4; j++) out[j] = a[j] + a[j + 4];
+}
+
+KINLINE double sum64_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+{
+    double lvl[SUM_LEVELS][SUMD_VEC];
+    uint64_t have = 0;
+    ptrdiff_t nleaf = n / SUMD_LEAF;
+    for (ptrdiff_t b = 0; b < nleaf; b++) {
+        double v[SUMD_VEC];
+        sum64_leaf(s + b * SUMD_LEAF * ss, ss, v);
+        int l = 0;
+        while (have & ((uint64_t)1 << l)) {
+            for (int j = 0; j < SUMD_VEC; j++) v[j] = lvl[l][j] + v[j];
+            have &= ~((uint64_t)1 << l);
+            l++;
+        }
+        memcpy(lvl[l], v, sizeof v);
+        have |= (uint64_t)1 << l;
+    }
+    double t[SUMD_VEC] = {0};
+    ptrdiff_t i = nleaf * SUMD_LEAF;
+    for (; i + SUMD_VEC <= n; i += SUMD_VEC)
+        for (int j = 0; j < SUMD_VEC; j++) t[j] += (double)bf16_to_f32(ld16(s + (i + j) * ss));
+    for (int j = 0; i < n; i++, j++) t[j] += (double)bf16_to_f32(ld16(s + i * ss));
+    double acc[SUMD_VEC] = {0};
+    int first = 1;
+    for (int l = 0; l < SUM_LEVELS && (have >> l); l++) {
+        if (!(have & ((uint64_t)1 << l))) continue;
+        if (first) { memcpy(acc, lvl[l], sizeof acc); first = 0; }
+        else for (int j = 0; j < SUMD_VEC; j++) acc[j] = lvl[l][j] + acc[j];
+    }
+    for (int j = 0; j < SUMD_VEC; j++) acc[j] += t[j];
+    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
+}
+
+#define PROD_LANES 16
+
+KINLINE float prod32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+{
+    float a[PROD_LANES];
+    for (int j = 0; j < PROD_LANES; j++) a[j] = 1.0f;
+    ptrdiff_t i = 0;
+    for (; i + PROD_LANES <= n; i += PROD_LANES)
+        for (int j = 0; j < PROD_LANES; j++) a[j] *= bf16_to_f32(ld16(s + (i + j) * ss));
+    for (int j = 0; i < n; i++, j++) a[j] *= bf16_to_f32(ld16(s + i * ss));
+    for (int j = 0; j < 8; j++) a[j] *= a[j + 8];
+    for (int j = 0; j < 4; j++) a[j] *= a[j + 4];
+    return (a[0] * a[2]) * (a[1] * a[3]);
+}
+
+#define CNZ_BLOCK 32768
+
+KINLINE int64_t cnz_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+{
+    int64_t total = 0;
+    for (ptrdiff_t b = 0; b < n; b += CNZ_BLOCK) {
+        ptrdiff_t m = n - b < CNZ_BLOCK ? n - b : CNZ_BLOCK;
+        const char *p = s + b * ss;
+        uint32_t c = 0;
+        for (ptrdiff_t i = 0; i < m; i++) c += (uint32_t)(!bf16_iszero(ld16(p + i * ss)));
+        total += c;
+    }
+    return total;
+}
+
+/* contiguous instantiations, one set per tier */
+#define DEFINE_REDUCE(TIER, ATTR)                                                              \
+    ATTR float bf16k_sum32_##TIER(const char *s, ptrdiff_t n) { return sum32_body(s, 2, n); }  \
+    ATTR double bf16k_sum64_##TIER(const char *s, ptrdiff_t n) { return sum64_body(s, 2, n); } \
+    ATTR float bf16k_prod32_##TIER(const char *s, ptrdiff_t n) { return prod32_body(s, 2, n); }\
+    ATTR int64_t bf16k_cnz_##TIER(const char *s, ptrdiff_t n) { return cnz_body(s, 2, n); }
+
+DEFINE_REDUCE(baseline, )
+#if defined(BF16K_X86)
+DEFINE_REDUCE(avx2, KTARGET_AVX2)
+DEFINE_REDUCE(avx512, KTARGET_AVX512)
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* public entry points                                                                        */
+
+float bf16_sum_f32(const void *src, ptrdiff_t stride, ptrdiff_t n)
+{
+    if (n <= 0) return 0.0f;
+    if (stride == 2) return bf16k_table_get()->sum32((const char *)src, n);
+    return sum32_body((const char *)src, stride, n);
+}
+
+double bf16_sum_f64(const void *src, ptrdiff_t stride, ptrdiff_t n)
+{
+    if (n <= 0) return 0.0;
+    if (stride == 2) return bf16k_table_get()->sum64((const char *)src, n);
+    return sum64_body((const char *)src, stride, n);
+}
+
+float bf16_prod_f32(const void *src, ptrdiff_t stride, ptrdiff_t n)
+{
+    if (n <= 0) return 1.0f;
+    if (stride == 2) return bf16k_table_get()->prod32((const char *)src, n);
+    return prod32_body((const char *)src, stride, n);
+}
+
+int64_t bf16_count_nonzero(const void *data, ptrdiff_t stride, ptrdiff_t n)
+{
+    if (n <= 0) return 0;
+    if (stride == 2) return bf16k_table_get()->cnz((const char *)data, n);
+    return cnz_body((const char *)data, stride, n);
+}

@@ -1,0 +1,64 @@
+"""Runs the bulk kernels in a fresh process whose tier is forced by BFLOAT16_DTYPE_ISA.
+
+Used by tests/test_kernels_*.py: ``python kernel_worker.py inputs.npz outputs.npz``. It only
+applies the public operations (casts, sum, argmax/argmin, sort, argsort) to the given inputs and
+saves what came out, plus the kernel tier and the floating-point warnings raised; the tests
+compare those outputs with independent references in the parent process.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+
+from bfloat16_dtype import _ext, bfloat16
+
+
+def flags_of(fn):
+    """Run fn under errstate(all='warn'); return (result, names of the warnings raised)."""
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        out = fn()
+    text = " ".join(str(w.message) for w in caught)
+    return out, np.array(["overflow" in text, "underflow" in text, "invalid" in text])
+
+
+def main(src: str, dst: str) -> None:
+    inp = np.load(src)
+    out: dict[str, np.ndarray] = {"isa": np.array(_ext._kernels_isa)}
+    for key in inp.files:
+        x = inp[key]
+        kind, _, name = key.partition(":")
+        if kind == "bf16":  # bfloat16 bits -> float32 (contiguous, and a misaligned start)
+            b = x.view(bfloat16)
+            out[key] = b.astype(np.float32)
+            out[key + ":off1"] = b[1:].astype(np.float32)
+            out[key + ":stride3"] = b[::3].astype(np.float32)
+        elif kind in ("f32", "f64"):  # -> bfloat16 bits, and the warnings the cast raised
+            res, fl = flags_of(lambda: x.astype(bfloat16))
+            out[key] = res.view(np.uint16)
+            out[key + ":flags"] = fl
+            res, _ = flags_of(lambda: x[1:].astype(bfloat16))
+            out[key + ":off1"] = res.view(np.uint16)
+            res, _ = flags_of(lambda: x[::3].astype(bfloat16))
+            out[key + ":stride3"] = res.view(np.uint16)
+        elif kind == "red":  # reductions over bfloat16 bits
+            b = x.view(bfloat16)
+            out[key + ":sum"] = np.atleast_1d(b.sum()).view(np.uint16)
+            out[key + ":sum_stride2"] = np.atleast_1d(b[::2].sum()).view(np.uint16)
+            out[key + ":argmax"] = np.array(b.argmax() if b.size else -1)
+            out[key + ":argmin"] = np.array(b.argmin() if b.size else -1)
+        elif kind == "sort":
+            b = x.view(bfloat16)
+            out[key + ":sort"] = np.sort(b).view(np.uint16)
+            out[key + ":sort_stable"] = np.sort(b, kind="stable").view(np.uint16)
+            out[key + ":argsort"] = np.argsort(b)
+            out[key + ":argsort_stable"] = np.argsort(b, kind="stable")
+        else:
+            raise ValueError(f"unknown input kind {key!r}")
+    np.savez(dst, **out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

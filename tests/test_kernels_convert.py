@@ -1,0 +1,138 @@
+"""Bulk conversions float32/float64 <-> bfloat16, run under every tier this CPU has.
+
+Each tier runs in a subprocess with BFLOAT16_DTYPE_ISA forced (tests/kernel_worker.py); the
+outputs are compared here with integer-arithmetic references that never call the package:
+conftest's ``exact_f32`` / ``reference_round`` and test_conversions' ``float64_reference_bits``.
+Array lengths cover the vector bodies, masked heads and tails, and the streaming-store path
+(outputs of 4 MiB and more).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import exact_f32, reference_round
+from kernel_tiers import run_tier, tier_params
+from test_conversions import float64_reference_bits
+
+RNG = np.random.default_rng(20261122)
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+
+
+def f32(bits) -> np.ndarray:
+    return np.array(bits, dtype=np.uint32).view(np.float32)
+
+
+F32_EDGE = f32([
+    0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x00008000, 0x00018000,
+    0x00007FFF, 0x00800000, 0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF, 0x3F80FFFF,
+    0x7F7F7FFF, 0x7F7F8000, 0x7F7FFFFF, 0xFF7F8000, 0x7F800000, 0xFF800000, 0x7F800001,
+    0xFF800001, 0x7FC00000, 0xFFC00000, 0x7FBFFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 0x7F80FFFF,
+] * 3)  # 84 values: a vector body, then a tail
+
+
+def f64_inputs() -> np.ndarray:
+    """Random float64 across the bfloat16 range (subnormals, overflow, ties) plus specials."""
+    n = 1_000_000
+    sign = RNG.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
+    exp = RNG.integers(1023 - 150, 1023 + 132, n, dtype=np.uint64) << np.uint64(52)
+    man = RNG.integers(0, 1 << 52, n, dtype=np.uint64)
+    # a quarter are exact ties or one float64 ulp either side of a tie
+    tie = (RNG.integers(0, 1 << 7, n, dtype=np.uint64) << np.uint64(45)) | (np.uint64(1) << np.uint64(44))
+    nudge = RNG.integers(-1, 2, n).astype(np.int64).view(np.uint64)
+    man = np.where(np.arange(n) % 4 == 0, tie + nudge, man) & np.uint64((1 << 52) - 1)
+    special = np.array([
+        0, 1 << 63, 1, (1 << 63) | 1, 0x7FF0000000000000, 0xFFF0000000000000,
+        0x7FF8000000000000, 0xFFF8000000000000, 0x7FF0000000000001, 0xFFF4000000000000,
+        0x47EFFFFFE0000000, 0x47EFFFF000000000, 0x47EFFFEFFFFFFFFF, 0x3810000000000000,
+        0x380FFFFFFFFFFFFF, 0x3790000000000000, 0x3788000000000000, 0x3788000000000001,
+        0x000FFFFFFFFFFFFF, 0x7FEFFFFFFFFFFFFF,
+    ], dtype=np.uint64)
+    return np.concatenate([special, sign | exp | man, special]).view(np.float64)
+
+
+def inputs() -> dict[str, np.ndarray]:
+    d = {
+        "bf16:all": ALL_BITS,
+        "bf16:big": np.tile(ALL_BITS, 17),  # 1.1 M elements: streaming stores
+        "f32:edge": F32_EDGE,
+        "f32:random": RNG.integers(0, 1 << 32, 10**7, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        "f32:noflag": np.concatenate([np.ones(50, np.float32), f32([0x7F7F7FFF, 0xFF7F7FFF, 0x7F800000, 0xFF800000, 0x7FC00000]), np.ones(50, np.float32)]),
+        "f64:random": f64_inputs(),
+        "f64:noflag": np.concatenate([np.linspace(-1e38, 1e38, 101), [np.inf, -np.inf, np.nan, 2.0**-130, -(2.0**-133), 2.0**-126]]),
+        "f64:tiny_exact_f32": np.concatenate([np.ones(20), [2.0**-127 + 2.0**-140], np.ones(20)]),
+    }
+    for pos in (0, 37, 99):
+        a = np.ones(100, np.float32)
+        a[pos] = f32([0x7F7F8000])[0]  # the first float32 that rounds to inf
+        d[f"f32:ovf{pos}"] = a
+        b = np.ones(100)
+        b[pos] = -1e39
+        d[f"f64:ovf{pos}"] = b
+        c = np.ones(100)
+        c[pos] = 1e-300
+        d[f"f64:under{pos}"] = c
+    return d
+
+
+INPUTS = inputs()
+
+
+@pytest.fixture(scope="module", params=tier_params())
+def out(request, tmp_path_factory):
+    return run_tier(request.param, INPUTS, tmp_path_factory.mktemp("convert"))
+
+
+def same_bits(got, want):
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint16), np.asarray(want).view(np.uint16))
+
+
+@pytest.mark.parametrize("key", ["bf16:all", "bf16:big"])
+def test_widen_every_pattern(out, key):
+    bits = INPUTS[key]
+    for suffix, sel in (("", slice(None)), (":off1", slice(1, None)), (":stride3", slice(None, None, 3))):
+        np.testing.assert_array_equal(out[key + suffix].view(np.uint32),
+                                      exact_f32(bits[sel]).view(np.uint32), err_msg=suffix)
+
+
+@pytest.mark.parametrize("key", ["f32:edge", "f32:random"])
+def test_narrow_float32_matches_integer_reference(out, key):
+    x = INPUTS[key]
+    same_bits(out[key], reference_round(x))
+    same_bits(out[key + ":off1"], reference_round(x[1:]))
+    same_bits(out[key + ":stride3"], reference_round(x[::3]))
+
+
+def test_narrow_float32_overflow_flag(out):
+    for pos in (0, 37, 99):
+        assert out[f"f32:ovf{pos}"][pos] == 0x7F80
+        assert out[f"f32:ovf{pos}:flags"][0], f"overflow at {pos} not reported"
+    assert not out["f32:noflag:flags"].any()
+    assert not out["f32:edge:flags"][2]  # NaN inputs are no 'invalid' operation
+
+
+def f64_reference(x: np.ndarray) -> np.ndarray:
+    ref = float64_reference_bits(x)
+    nan = ref < 0
+    sign = (np.signbit(x).astype(np.int64) << 15)
+    return np.where(nan, sign | 0x7FC0, ref).astype(np.uint16)
+
+
+def test_narrow_float64_matches_exact_rounding(out):
+    x = INPUTS["f64:random"]
+    same_bits(out["f64:random"], f64_reference(x))
+    same_bits(out["f64:random:off1"], f64_reference(x[1:]))
+    same_bits(out["f64:random:stride3"], f64_reference(x[::3]))
+
+
+def test_narrow_float64_flags(out):
+    for pos in (0, 37, 99):
+        assert out[f"f64:ovf{pos}"][pos] == 0xFF80
+        overflow, underflow, _ = out[f"f64:ovf{pos}:flags"]
+        assert overflow and not underflow
+        overflow, underflow, _ = out[f"f64:under{pos}:flags"]
+        assert underflow and not overflow, f"underflow at {pos} not reported"
+    # inf, NaN, exact subnormals and values below the threshold raise nothing
+    assert not out["f64:noflag:flags"].any()
+    # exact in float32 but not in bfloat16, and below 2**-126: an underflow as for float16
+    assert out["f64:tiny_exact_f32:flags"][1]

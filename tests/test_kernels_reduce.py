@@ -1,0 +1,103 @@
+"""sum and argmax/argmin kernels under every tier this CPU has (forced in a subprocess).
+
+References: the exact sum of the widened values (math.fsum is exact for float64 inputs that
+are bfloat16 values, which are exact in float64) with the float32 pairwise error bound, and
+numpy's own float32 argmax/argmin of the widened values.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import exact_f32, reference_round
+from kernel_tiers import run_tier, tier_params
+
+RNG = np.random.default_rng(9)
+SIZES = [1, 2, 31, 32, 33, 511, 512, 513, 4095, 4096, 4097, 100_003, 1 << 20]
+
+
+def bf16_bits(x) -> np.ndarray:
+    return reference_round(np.asarray(x, np.float32))
+
+
+def inputs() -> dict[str, np.ndarray]:
+    d = {}
+    for n in SIZES:
+        d[f"red:uniform{n}"] = bf16_bits(RNG.random(n, dtype=np.float32))
+        d[f"red:normal{n}"] = bf16_bits(RNG.standard_normal(n).astype(np.float32) * 100)
+    # ties everywhere: argmax/argmin must return the first occurrence
+    d["red:ties"] = bf16_bits(RNG.integers(-3, 4, 20_000).astype(np.float32))
+    d["red:zeros"] = np.array([0x8000, 0x0000] * 3000, np.uint16)  # -0.0 == +0.0: index 0
+    d["red:infs"] = bf16_bits(np.r_[RNG.random(9000), np.inf, -np.inf, np.inf, -np.inf].astype(np.float32))
+    # NaNs: the first one wins for both argmax and argmin, in any block and lane
+    for pos in (0, 17, 4095, 4096, 9999):
+        x = bf16_bits(RNG.standard_normal(10_000).astype(np.float32))
+        x[pos] = 0xFFC1 if pos % 2 else 0x7FC0
+        x[pos + 1:][::997] = 0x7F81
+        d[f"red:nan{pos}"] = x
+    # every pattern once, shuffled: NaNs, infinities, subnormals, both zeros
+    d["red:allbits"] = RNG.permutation(np.arange(65536, dtype=np.uint32).astype(np.uint16))
+    d["red:allbits_nonan"] = d["red:allbits"][(d["red:allbits"] & 0x7FFF) <= 0x7F80]
+    return d
+
+
+INPUTS = inputs()
+FINITE_SUM_KEYS = [k for k in INPUTS if k.startswith(("red:uniform", "red:normal", "red:ties", "red:zeros"))]
+
+
+@pytest.fixture(scope="module", params=tier_params())
+def out(request, tmp_path_factory):
+    return run_tier(request.param, INPUTS, tmp_path_factory.mktemp("reduce"))
+
+
+def check_sum(got_bits: int, bits: np.ndarray) -> None:
+    """The float32 pairwise sum is within B = (ceil(log2 n) + 2) * 2**-24 * sum|x| of the exact
+    sum; rounding that float32 once to bfloat16 (monotonic) lands between the roundings of
+    exact - B and exact + B."""
+    v = exact_f32(bits).astype(np.float64)
+    exact = math.fsum(v)
+    bound = (math.ceil(math.log2(max(len(v), 2))) + 2) * 2.0**-24 * math.fsum(np.abs(v))
+    lo_bits, hi_bits = bf16_bits([np.float32(exact - bound)])[0], bf16_bits([np.float32(exact + bound)])[0]
+    lo, hi = exact_f32(np.array([lo_bits, hi_bits], np.uint16)).astype(np.float64)
+    got = float(exact_f32(np.array([got_bits], np.uint16))[0])
+    # float32(exact +- bound) may itself round inward by half a float32 ulp: widen by one
+    # float32 ulp, far below a bfloat16 ulp
+    slack = 2.0**-23 * max(abs(lo), abs(hi), 2.0**-126)
+    assert lo - slack <= got <= hi + slack, (got, exact, bound)
+
+
+@pytest.mark.parametrize("key", FINITE_SUM_KEYS)
+def test_sum_within_float32_pairwise_bound(out, key):
+    bits = INPUTS[key]
+    check_sum(int(out[key + ":sum"][0]), bits)
+    check_sum(int(out[key + ":sum_stride2"][0]), bits[::2])
+
+
+def test_sum_specials(out):
+    assert out["red:infs:sum"][0] & 0x7FFF > 0x7F80  # inf + -inf: NaN
+    assert out["red:nan17:sum"][0] & 0x7FFF > 0x7F80
+    assert out["red:allbits:sum"][0] & 0x7FFF > 0x7F80
+
+
+@pytest.mark.parametrize("key", list(INPUTS))
+def test_argmax_argmin_match_numpy_float32(out, key):
+    widened = exact_f32(INPUTS[key])
+    with np.errstate(invalid="ignore"):
+        assert int(out[key + ":argmax"]) == int(np.argmax(widened))
+        assert int(out[key + ":argmin"]) == int(np.argmin(widened))
+
+
+def test_sums_agree_across_tiers(tmp_path_factory):
+    """Every tier performs the same float32 additions in the same order (kernels/reduce.c)."""
+    keys = {k: INPUTS[k] for k in FINITE_SUM_KEYS}
+    runs = []
+    for p in tier_params():
+        if p.marks:
+            continue
+        runs.append(run_tier(p.values[0], keys, tmp_path_factory.mktemp("tiers")))
+    for k in keys:
+        for r in runs[1:]:
+            assert r[k + ":sum"][0] == runs[0][k + ":sum"][0], k
+            assert r[k + ":sum_stride2"][0] == runs[0][k + ":sum_stride2"][0], k
