@@ -28,7 +28,7 @@ dtype: np.dtype = np.dtype(bfloat16)
 # np.dtype("bfloat16") resolves through numpy's table of scalar type names.
 np.sctypeDict["bfloat16"] = bfloat16
 
-#: ``np.finfo(bfloat16)``: the same object numpy returns.
+#: ``np.finfo(bfloat16)``: the same object numpy returns; ``finfo(t)`` is ``np.finfo(t)``.
 finfo: np.finfo = register_finfo(bfloat16, dtype)
 _install_printing(bfloat16)
 

@@ -29,8 +29,11 @@ class bfloat16(np.floating[Any]):
 #: The registered numpy dtype, ``np.dtype(bfloat16)``.
 dtype: np.dtype[bfloat16]
 
-#: ``np.finfo(bfloat16)``.
-finfo: np.finfo[Any]
+class _BFloat16Finfo(np.finfo[Any]):
+    def __call__(self, dtype: Any, /) -> np.finfo[Any]: ...
+
+#: ``np.finfo(bfloat16)``; also callable like ``np.finfo`` (``finfo(bfloat16).eps``).
+finfo: _BFloat16Finfo
 
 from contextlib import AbstractContextManager
 

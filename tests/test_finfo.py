@@ -68,3 +68,28 @@ def test_finfo_cache_mechanism_is_what_we_rely_on():
         assert np.finfo(key) is sentinel
     finally:
         del cache[key]
+
+
+def test_finfo_has_every_attribute_float16_has():
+    """On every NumPy, each public attribute of np.finfo(np.float16) exists for bfloat16 and
+    has the same type (bfloat16 scalars where float16's are float16 scalars)."""
+    f16, fi = np.finfo(np.float16), np.finfo(bfloat16)
+    names = [n for n in dir(f16) if not n.startswith("_")]
+    assert {"epsneg", "resolution", "tiny", "machep", "negep", "iexp", "nexp"} <= set(names)
+    for name in names:
+        ref, ours = getattr(f16, name), getattr(fi, name)
+        if isinstance(ref, np.float16):
+            assert type(ours) is bfloat16, name
+        elif not isinstance(ref, np.dtype) and not callable(ref):
+            assert type(ours) is type(ref), name
+    assert float(fi.tiny) == 2.0**-126
+    assert (fi.iexp, fi.nexp) == (8, 8)
+
+
+def test_finfo_is_callable_like_ml_dtypes_finfo():
+    """ml_dtypes code calls finfo(bfloat16); bfloat16_dtype.finfo.eps keeps working."""
+    assert bfloat16_dtype.finfo(bfloat16) is bfloat16_dtype.finfo
+    assert bfloat16_dtype.finfo(BF) is np.finfo(bfloat16)
+    assert bfloat16_dtype.finfo(np.float32) is np.finfo(np.float32)
+    assert float(bfloat16_dtype.finfo(bfloat16).eps) == float(bfloat16_dtype.finfo.eps) == 2.0**-7
+    assert isinstance(bfloat16_dtype.finfo, np.finfo)

@@ -1,6 +1,8 @@
 """Array printing of bfloat16 follows numpy's float16 printing, with bfloat16's own digits."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -107,3 +109,19 @@ def test_other_float_types_unaffected():
         "array([0.1    , 3.14159], dtype=float32)"
     assert repr(np.array([0.1, 3.14159])) == "array([0.1    , 3.14159])"
     assert str(np.array([1 / 3], np.float64)) == "[0.33333333]"
+
+
+def test_format_function_hook_only_changes_bfloat16():
+    """The _get_format_function wrapper gives bfloat16 NumPy's float formatter and leaves
+    every other dtype to NumPy (NumPy >= 2.5 would format bfloat16 elements with str())."""
+    wrapped = arrayprint._get_format_function
+    original = wrapped.__bfloat16_wrapped__
+    options = dict(precision=8, floatmode="maxprec", suppress=False, sign="-",
+                   legacy=sys.maxsize, formatter=None)
+    for values in (np.array([1.5, 0.1], np.float16), np.array([1, 2]), np.array(["a"]),
+                   np.array([1 + 2j])):
+        f_new = wrapped(values, **options)
+        f_old = original(values, **options)
+        assert type(f_new) is type(f_old)
+        assert [f_new(v) for v in values] == [f_old(v) for v in values]
+    assert type(wrapped(bf([1.5]), **options)).__name__ == "FloatingFormat"
