@@ -36,17 +36,17 @@ _SOURCES = (np.dtype(np.float32), np.dtype(np.float64))
 RngLike = Union[None, int, np.integer, np.random.Generator]
 
 
-def _generator(rng: RngLike) -> np.random.Generator:
+def _generator(rng: RngLike, owner: str = "to_bfloat16") -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None:
         return np.random.default_rng()
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
         if rng < 0:
-            raise ValueError(f"to_bfloat16: rng seed must be non-negative, got {rng!r}")
+            raise ValueError(f"{owner}: rng seed must be non-negative, got {rng!r}")
         return np.random.default_rng(int(rng))
     raise TypeError(
-        f"to_bfloat16: rng must be None, an int seed or a numpy.random.Generator, got {rng!r}"
+        f"{owner}: rng must be None, an int seed or a numpy.random.Generator, got {rng!r}"
     )
 
 
