@@ -33,6 +33,7 @@ AREAS_IN_ORDER = [
     "sort",
     "matmul",
     "matvec",
+    "training",  # bench_training.py: an MLP trained in float32/bfloat16/float16
 ]
 
 
@@ -143,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     modules = (bench_memory, bench_accuracy, bench_elementwise, bench_reductions, bench_sort, bench_matmul)
     for module in modules:
         builders.update(module.AREAS)
+    import bench_training  # the training area and its loss-curve plot
+
+    builders.update(bench_training.AREAS)
     areas = [a for a in AREAS_IN_ORDER if a in (args.only or AREAS_IN_ORDER)]  # report order is fixed
 
     limiter = None
@@ -194,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     plots, plot_note = ([], "plots disabled (--no-plots)") if args.no_plots else make_plots(
         sections, args.out_dir, bandwidth
     )
+    if not args.no_plots and "training" in areas:
+        plots = plots + bench_training.write_plots(args.out_dir)
     elapsed = time.perf_counter() - started
     given = argv if argv is not None else sys.argv[1:]
     command = " ".join(["python benchmarks/run.py", *public_arguments(given)])

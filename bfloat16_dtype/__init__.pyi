@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from . import linalg as linalg
 from . import numerics as numerics
+from . import rounding as rounding, training as training
 
 def matmul(a: ArrayLike, b: ArrayLike, *, out: np.ndarray | None = ...,
            out_dtype: DTypeLike | None = ...) -> np.ndarray: ...

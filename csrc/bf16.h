@@ -37,41 +37,43 @@ static inline int bf16_isfinite(bf16_t h) { return (h & BF16_ABS) < BF16_INF; }
 static inline int bf16_iszero(bf16_t h) { return (h & BF16_ABS) == 0; }
 static inline int bf16_signbit(bf16_t h) { return (h & BF16_SIGN) != 0; }
 
+/* Rounding modes of the conversions into bfloat16 (numbers shared with bfloat16_dtype.rounding). */
+enum bf16_rounding {
+    BF16_ROUND_NEAREST_EVEN = 0, /* IEEE default, what every cast of the package does */
+    BF16_ROUND_TOWARD_ZERO = 1,  /* truncation: what naive code does */
+    BF16_ROUND_STOCHASTIC = 2,   /* away from zero with probability (dropped part) / ulp */
+};
+
 /*
- * float32 bits -> bfloat16, round to nearest, ties to even. Branch-free so loops vectorise.
- * Adding 0x7fff plus the lowest kept bit carries into the kept half exactly when the dropped
- * half is above one half, or equal to it with an odd kept half. Finite values past the
- * halfway point above the largest finite carry into the exponent and become inf, as IEEE says.
- * NaN keeps its sign and is forced quiet, so no payload can truncate to inf.
+ * float32 bits -> bfloat16 in a rounding mode: the one definition every conversion uses.
+ * Branch-free so loops vectorise; called with a constant mode, the compiler keeps one branch.
+ * A bfloat16 is the high half of a float32, so rounding is an addition to the 16 dropped bits:
+ *  - nearest-even adds 0x7fff plus the lowest kept bit: it carries into the kept half exactly
+ *    when the dropped half is above one half, or equal to it with an odd kept half;
+ *  - toward zero adds nothing;
+ *  - stochastic adds 16 uniformly random bits: it carries with probability (dropped) / 2^16,
+ *    so the expected result is the input exactly (unbiased), for subnormals too.
+ * The addition acts on the magnitude, so negative values round symmetrically. Finite values
+ * that carry past the largest finite bfloat16 become inf (IEEE overflow for nearest-even; for
+ * stochastic, inf stands for 2^128). inf + random bits stays inf. NaN keeps its sign and is
+ * forced quiet, so no payload can truncate to inf.
  */
-static inline bf16_t bf16_round_bits_rne(uint32_t u)
+static inline bf16_t bf16_round_bits(uint32_t u, enum bf16_rounding mode, uint16_t random16)
 {
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t add = mode == BF16_ROUND_NEAREST_EVEN ? 0x7fffu + ((u >> 16) & 1u)
+                   : mode == BF16_ROUND_STOCHASTIC ? (uint32_t)random16
+                                                   : 0u;
+    uint32_t rounded = (u + add) >> 16;
     uint32_t quiet_nan = (u >> 16) | 0x0040u;
     return (bf16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? quiet_nan : rounded);
 }
+static inline bf16_t bf16_round_bits_rne(uint32_t u)
+{
+    return bf16_round_bits(u, BF16_ROUND_NEAREST_EVEN, 0);
+}
 static inline bf16_t f32_to_bf16(float f) { return bf16_round_bits_rne(f32_bits(f)); }
 
-/* Round toward zero (truncation): what naive code does. NaN still stays a quiet NaN. */
-static inline bf16_t f32_to_bf16_trunc(float f)
-{
-    uint32_t u = f32_bits(f);
-    return (bf16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? ((u >> 16) | 0x0040u) : (u >> 16));
-}
-
-/*
- * Stochastic rounding: round away from zero with probability (dropped bits) / 2^16, given 16
- * uniformly random bits. Unbiased in expectation. inf and NaN are returned unchanged (quiet).
- */
-static inline bf16_t f32_to_bf16_stochastic(float f, uint16_t random16)
-{
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x0040u);
-    if ((u & 0x7fffffffu) == 0x7f800000u) return (bf16_t)(u >> 16);
-    return (bf16_t)((u + (uint32_t)random16) >> 16);
-}
-
-/* Flush bfloat16 subnormals to signed zero (the TPU conversion mode). */
+/* Flush bfloat16 subnormals to zero of the same sign (the TPU conversion mode). */
 static inline bf16_t bf16_flush_subnormal(bf16_t h)
 {
     return ((h & 0x7f80u) == 0) ? (bf16_t)(h & BF16_SIGN) : h;
@@ -103,6 +105,43 @@ static inline bf16_t f64_to_bf16(double d)
         return (bf16_t)(((b >> 48) & BF16_SIGN) | BF16_QNAN);
     }
     return f32_to_bf16(f64_to_f32_round_odd(d));
+}
+
+/* float64 -> float32 rounded toward zero (finite inputs; NaN is the caller's business). */
+static inline float f64_to_f32_toward_zero(double d)
+{
+    float f = (float)d;
+    if (fabs((double)f) > fabs(d)) return f32_from_bits(f32_bits(f) - 1u); /* one step back */
+    return f;
+}
+
+/*
+ * float64 -> bfloat16 in a rounding mode, rounding once from the float64 value.
+ * Toward zero: truncating to float32 and then to bfloat16 truncates once (the float32 grid
+ * contains the bfloat16 grid); finite values never become inf.
+ * Stochastic: with lo the truncated magnitude and ulp the bfloat16 spacing above it,
+ * frac = (|d| - lo) / ulp is exact in float64 (the dropped bits, scaled by a power of two), and
+ * the result is lo + ulp when random64 < ceil(frac * 2^64). The probability is exactly frac
+ * whenever frac has at most 64 fraction bits, which holds for every |d| >= 2^-145 (16 times
+ * below the smallest bfloat16 subnormal); below that it exceeds frac by less than 2^-64.
+ * Magnitudes of 2^128 and more (float32 has no such finite values) give inf.
+ */
+static inline bf16_t f64_to_bf16_mode(double d, enum bf16_rounding mode, uint64_t random64)
+{
+    uint64_t b = f64_bits(d);
+    bf16_t sign = (bf16_t)((b >> 48) & BF16_SIGN);
+    if ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return (bf16_t)(sign | BF16_QNAN);
+    if (mode == BF16_ROUND_NEAREST_EVEN) return f64_to_bf16(d);
+    double a = fabs(d);
+    bf16_t lo = bf16_round_bits(f32_bits(f64_to_f32_toward_zero(a)), BF16_ROUND_TOWARD_ZERO, 0);
+    if (mode == BF16_ROUND_TOWARD_ZERO) return (bf16_t)(sign | lo);
+    if (a >= 340282366920938463463374607431768211456.0 /* 2^128 */) return (bf16_t)(sign | BF16_INF);
+    double dropped = a - bf16_to_f64(lo);
+    if (dropped == 0.0) return (bf16_t)(sign | lo);
+    int biased = (lo >> 7) & 0xff; /* 0 for subnormals, whose spacing is that of exponent 1 */
+    double frac = ldexp(dropped, 127 + 7 - (biased ? biased : 1));
+    uint64_t threshold = (uint64_t)ceil(ldexp(frac, 64)); /* frac <= 1 - 2^-53: fits */
+    return (bf16_t)(sign | (lo + (random64 < threshold)));
 }
 
 /* long double -> double with round-to-odd (x87's 64-bit mantissa >= 53 + 2), for one rounding. */

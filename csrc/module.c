@@ -53,6 +53,7 @@ PyInit__ext(void)
         Py_DECREF(m);
         return NULL;
     }
+    if (init_rounding(m) < 0) { Py_DECREF(m); return NULL; }
     if (PyModule_AddStringConstant(m, "_kernels_isa", bf16_kernels_isa()) < 0) {
         Py_DECREF(m);
         return NULL;

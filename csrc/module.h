@@ -49,6 +49,7 @@ int init_dtype(PyObject *module);
 int init_casts(PyObject *module);
 int init_ufuncs(PyObject *module);
 int init_matmul(PyObject *module);
+int init_rounding(PyObject *module); /* rounding.c: conversions in a rounding mode */
 
 #ifdef __cplusplus
 }

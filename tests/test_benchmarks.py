@@ -28,6 +28,9 @@ SECTION_TITLES = {
     "matmul_memory": "## Extra memory of one matmul call",
     "matvec": "## Matrix-vector products",
     "matvec_batched": "## Batched matrix-vector products",
+    "training": "## Training an MLP on digits",
+    "training_underflow": "## Gradients that underflow in float16 but not in bfloat16",
+    "training_swamping": "## Weight updates lost to swamping",
 }
 SPEED_SECTIONS = {"convert", "elementwise", "reductions", "sort", "matmul", "matvec"}
 CONTENDERS = {"ours", "float32", "float16", "ml_dtypes", "torch"}

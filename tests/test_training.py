@@ -1,0 +1,370 @@
+"""Training helpers against independent references: float64 optimizer arithmetic, a plain
+state-machine model of the loss scaler, np.isfinite on float64 copies, and statistics."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16
+from bfloat16_dtype.training import SGD, Adam, AdamW, LossScaler, MasterWeights, all_finite
+
+from conftest import exact_f32, reference_round
+
+ROOT = Path(__file__).resolve().parent.parent
+BF16 = np.dtype(bfloat16)
+
+
+# ---- all_finite --------------------------------------------------------------------------------
+
+
+def test_all_finite_on_every_bfloat16_and_float16_pattern(all_bits):
+    """Each bit pattern alone, placed after 70,000 finite values (so past the first chunk)."""
+    expected_bf16 = np.isfinite(exact_f32(all_bits))
+    expected_f16 = np.isfinite(all_bits.view(np.float16).astype(np.float64))
+    # one big array per class of pattern is enough to decide; check each pattern in blocks
+    for dtype, expected in ((BF16, expected_bf16), (np.dtype(np.float16), expected_f16)):
+        base = np.ones(70_000, np.uint16).view(np.uint16)
+        base[:] = 0x3F80 if dtype == BF16 else 0x3C00  # 1.0
+        for bits in np.flatnonzero(~expected)[::97].tolist() + np.flatnonzero(expected)[::997].tolist():
+            arr = base.copy()
+            arr[-1] = bits
+            assert all_finite([arr.view(dtype)]) == bool(expected[bits]), (dtype, hex(bits))
+    assert all_finite([all_bits[expected_bf16].view(bfloat16)])
+    assert not all_finite([all_bits.view(bfloat16)])
+
+
+@pytest.mark.parametrize("dtype", [bfloat16, np.float16, np.float32, np.float64])
+def test_all_finite_against_isfinite_with_injected_specials(dtype):
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        arrays = [rng.standard_normal(rng.integers(0, 200_000)).astype(dtype) for _ in range(3)]
+        if trial % 3:
+            which = rng.integers(0, 3)
+            if arrays[which].size:
+                arrays[which][rng.integers(0, arrays[which].size)] = [np.inf, -np.inf, np.nan][trial % 3]
+        expected = all(np.isfinite(a.astype(np.float64)).all() for a in arrays)
+        assert all_finite(arrays) == expected
+        strided = [a[::3] for a in arrays]  # non-contiguous views take the isfinite path
+        assert all_finite(strided) == all(np.isfinite(a.astype(np.float64)).all() for a in strided)
+
+
+def test_all_finite_shapes_and_errors():
+    assert all_finite([])
+    assert all_finite([np.zeros((0, 3), bfloat16), np.arange(5), np.ones((2, 3, 4), bfloat16)])
+    a = np.ones((4, 5), bfloat16)
+    a[3, 4] = np.nan
+    assert not all_finite([a]) and not all_finite(iter([a]))
+    assert not all_finite([a.T])
+    assert not all_finite([np.array([1 + 1j, complex(np.inf, 0)])])
+    with pytest.raises(TypeError, match="not one array"):
+        all_finite(np.ones(3))
+    with pytest.raises(TypeError, match=r"arrays\[1\] must be a numpy array"):
+        all_finite([np.ones(3), [1.0, 2.0]])
+
+
+# ---- LossScaler ----------------------------------------------------------------------------------
+
+
+class ReferenceScaler:
+    """The specification as a plain model: halve (not below min) and skip on a non-finite step,
+    double (not above max) after `interval` clean steps in a row."""
+
+    def __init__(self, scale, interval, lo, hi, dynamic=True):
+        self.scale, self.interval, self.lo, self.hi, self.dynamic = scale, interval, lo, hi, dynamic
+        self.run = 0
+
+    def step(self, finite):
+        if not finite:
+            self.run = 0
+            if self.dynamic:
+                self.scale = max(self.scale / 2, self.lo)
+            return False
+        if self.dynamic:
+            self.run += 1
+            if self.run == self.interval:
+                self.scale, self.run = min(self.scale * 2, self.hi), 0
+        return True
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_loss_scaler_state_machine_against_a_reference_model(dynamic):
+    rng = np.random.default_rng(1)
+    scaler = LossScaler(256.0, dynamic=dynamic, growth_interval=5, min_scale=2.0, max_scale=2.0**12)
+    ref = ReferenceScaler(256.0, 5, 2.0, 2.0**12, dynamic)
+    skipped = 0
+    # long clean runs (growth up to the max), bursts of overflow (down to the min), mixtures
+    pattern = [True] * 60 + [False] * 12 + list(rng.random(400) < 0.85) + [True] * 40
+    for finite in pattern:
+        g = np.full(3, 1.0, np.float16)
+        if not finite:
+            g[1] = np.inf if rng.random() < 0.5 else np.nan
+        used = scaler.scale
+        out = scaler.unscale([g, np.ones(2, bfloat16)])
+        applied = ref.step(finite)
+        skipped += not applied
+        assert (out is not None) == applied
+        assert scaler.scale == ref.scale
+        if out is not None:
+            assert out[0].dtype == np.float32
+            np.testing.assert_array_equal(out[0], np.float64(1.0) / used)
+    assert scaler.skipped_steps == skipped
+    if dynamic:
+        assert ref.scale == 2.0**12  # the pattern reached both bounds
+    else:
+        assert scaler.scale == 256.0
+
+
+def test_loss_scaler_growth_and_backoff_exact_steps():
+    s = LossScaler(8.0, growth_interval=3)
+    ok = [np.ones(2, np.float32)]
+    bad = [np.array([1.0, np.nan], np.float32)]
+    assert [s.update(True) for _ in range(2)] == [True, True] and s.scale == 8.0
+    s.update(True)
+    assert s.scale == 16.0 and s.clean_steps == 0
+    s.update(True)
+    s.update(True)
+    assert s.unscale(bad) is None and s.scale == 8.0 and s.clean_steps == 0  # the run restarts
+    s.unscale(ok), s.unscale(ok)
+    assert s.scale == 8.0
+    s.unscale(ok)
+    assert s.scale == 16.0
+    small = LossScaler(1.0, min_scale=1.0)
+    assert small.unscale(bad) is None and small.scale == 1.0
+
+
+def test_loss_scaler_unscale_against_float64():
+    rng = np.random.default_rng(2)
+    s = LossScaler(2.0**10)
+    g = [rng.standard_normal(100).astype(np.float16), rng.standard_normal((4, 5)).astype(bfloat16)]
+    out = s.unscale(g)
+    for o, gi in zip(out, g):
+        assert o.dtype == np.float32 and o.shape == gi.shape
+        np.testing.assert_array_equal(o, (gi.astype(np.float64) / 2.0**10).astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(init_scale=0.0), "init_scale"),
+        (dict(init_scale=float("inf")), "init_scale"),
+        (dict(init_scale="8"), "init_scale"),
+        (dict(growth_interval=0), "growth_interval"),
+        (dict(growth_interval=2.5), "growth_interval"),
+        (dict(growth_factor=0.5), "growth_factor"),
+        (dict(backoff_factor=2.0), "backoff_factor"),
+        (dict(min_scale=8.0, max_scale=4.0, init_scale=4.0), "min_scale"),
+        (dict(init_scale=2.0**30), "init_scale must lie"),
+        (dict(dynamic="yes"), "dynamic"),
+    ],
+)
+def test_loss_scaler_bad_arguments(kwargs, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        LossScaler(**kwargs)
+
+
+# ---- MasterWeights ------------------------------------------------------------------------------
+
+
+def test_master_weights_copy_round_and_refresh():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((30, 7)).astype(np.float32)
+    b = rng.standard_normal(7)  # float64 input becomes a float32 master
+    mw = MasterWeights([w, b])
+    assert [m.dtype for m in mw.masters] == [np.float32, np.float32]
+    assert not np.shares_memory(mw.masters[0], w)
+    np.testing.assert_array_equal(mw.working[0].view(np.uint16), reference_round(w))
+    np.testing.assert_array_equal(mw.masters[1], b.astype(np.float32))
+    mw.masters[0] += np.float32(1e-3)
+    before = mw.working[0].copy()
+    mw.refresh()
+    np.testing.assert_array_equal(mw.working[0].view(np.uint16), reference_round(mw.masters[0]))
+    assert (mw.working[0].view(np.uint16) != before.view(np.uint16)).any()
+    assert mw.nbytes == (30 * 7 + 7) * (4 + 2)
+    f16 = MasterWeights([w], dtype=np.float16)
+    np.testing.assert_array_equal(f16.working[0], w.astype(np.float16))
+
+
+def test_master_weights_errors():
+    with pytest.raises(TypeError, match="dtype must be bfloat16, float16 or float32"):
+        MasterWeights([np.ones(2)], dtype=np.float64)
+    with pytest.raises(TypeError, match="dtype must be a numpy dtype"):
+        MasterWeights([np.ones(2)], dtype="nonsense")
+    with pytest.raises(TypeError, match=r"params\[1\] must be a float array"):
+        MasterWeights([np.ones(2), np.arange(3)])
+    with pytest.raises(TypeError, match="not one array"):
+        MasterWeights(np.ones(3))
+
+
+# ---- optimizers against float64 ------------------------------------------------------------------
+
+
+def problem(seed, shapes=((6, 5), (5,))):
+    rng = np.random.default_rng(seed)
+    params = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(bfloat16) for s in shapes] for _ in range(4)]
+    return params, grads
+
+
+def test_sgd_momentum_weight_decay_against_float64():
+    params, grads = problem(4)
+    ref = [p.astype(np.float64) for p in params]
+    bufs = [np.zeros_like(r) for r in ref]
+    lr, mu, wd = 0.05, 0.9, 0.01
+    opt = SGD(params, lr=lr, momentum=mu, weight_decay=wd)
+    for step in grads:
+        opt.step(step)
+        for i, g in enumerate(step):
+            g64 = g.astype(np.float64) + wd * ref[i]
+            bufs[i] = mu * bufs[i] + g64
+            ref[i] = ref[i] - lr * bufs[i]
+    for p, r in zip(params, ref):
+        assert p.dtype == np.float32
+        np.testing.assert_allclose(p, r, rtol=2e-6, atol=2e-6)
+    plain = [np.float32([1.0, 2.0])]
+    SGD(plain, lr=0.5).step([np.float32([1.0, -1.0])])
+    np.testing.assert_array_equal(plain[0], [0.5, 2.5])
+
+
+@pytest.mark.parametrize("decoupled", [False, True])
+def test_adam_and_adamw_against_float64(decoupled):
+    params, grads = problem(5)
+    ref = [p.astype(np.float64) for p in params]
+    m = [np.zeros_like(r) for r in ref]
+    v = [np.zeros_like(r) for r in ref]
+    lr, b1, b2, eps, wd = 0.01, 0.9, 0.999, 1e-8, 0.1
+    opt = AdamW(params, lr=lr, weight_decay=wd) if decoupled else Adam(params, lr=lr, weight_decay=wd)
+    for t, step in enumerate(grads, start=1):
+        opt.step(step)
+        for i, g in enumerate(step):
+            g64 = g.astype(np.float64)
+            if not decoupled:
+                g64 = g64 + wd * ref[i]
+            m[i] = b1 * m[i] + (1 - b1) * g64
+            v[i] = b2 * v[i] + (1 - b2) * g64 * g64
+            if decoupled:
+                ref[i] = ref[i] - lr * wd * ref[i]
+            mhat, vhat = m[i] / (1 - b1**t), v[i] / (1 - b2**t)
+            ref[i] = ref[i] - lr * mhat / (np.sqrt(vhat) + eps)
+    for p, r in zip(params, ref):
+        np.testing.assert_allclose(p, r, rtol=1e-5, atol=1e-6)
+    assert opt.steps == 4 and opt.state_nbytes == 2 * 4 * (30 + 5)
+
+
+def test_pure_bfloat16_nearest_even_rounds_the_float32_update():
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal(2000).astype(bfloat16)
+    g = rng.standard_normal(2000).astype(np.float32)
+    w64 = w.astype(np.float64)
+    SGD([w], lr=0.01).step([g])
+    exact = w64 - 0.01 * g.astype(np.float64)
+    # within half a bfloat16 spacing of the exact update (float32 arithmetic adds ~2^-24)
+    spacing = np.spacing(np.abs(exact).astype(np.float32)) * 2.0**16
+    assert np.all(np.abs(w.astype(np.float64) - exact) <= spacing / 2 * (1 + 2**-10))
+
+
+def test_swamping_nearest_loses_small_updates_stochastic_keeps_them_on_average():
+    """An update of 2^-10 to weights of 1.0 (spacing 2^-7): nearest-even never moves; stochastic
+    rounding moves each weight up by 2^-7 with probability 1/8, so the mean moves by 2^-10."""
+    n = 20_000
+    w_rne = np.ones(n, bfloat16)
+    w_sr = np.ones(n, bfloat16)
+    g = np.full(n, -(2.0**-10), np.float32)
+    SGD([w_rne], lr=1.0).step([g])
+    SGD([w_sr], lr=1.0, rounding="stochastic", rng=7).step([g])
+    assert (w_rne.astype(np.float32) == 1.0).all()
+    values = w_sr.astype(np.float64)
+    assert set(np.unique(values)) <= {1.0, 1.0 + 2.0**-7}
+    ups = np.count_nonzero(values > 1)
+    p = 1 / 8
+    assert abs(ups - n * p) <= 7 * np.sqrt(n * p * (1 - p))
+    # and with masters the update accumulates exactly
+    mw = MasterWeights([np.ones(4, np.float32)])
+    opt = SGD(mw.masters, lr=1.0)
+    for _ in range(8):
+        opt.step([np.full(4, -(2.0**-10), bfloat16)])
+        mw.refresh()
+    assert (mw.working[0].astype(np.float32) == 1.0 + 2.0**-7).all()
+
+
+def test_pure_bfloat16_adam_stochastic_is_reproducible():
+    rng = np.random.default_rng(8)
+    w0 = rng.standard_normal(500).astype(bfloat16)
+    g = rng.standard_normal(500).astype(bfloat16)
+    a, b = w0.copy(), w0.copy()
+    Adam([a], lr=1e-4, rounding="stochastic", rng=3).step([g])
+    Adam([b], lr=1e-4, rounding="stochastic", rng=np.random.default_rng(3)).step([g])
+    np.testing.assert_array_equal(a.view(np.uint16), b.view(np.uint16))
+    assert (a.view(np.uint16) != w0.view(np.uint16)).any()
+
+
+def test_optimizer_errors_name_the_argument():
+    w = [np.ones(3, np.float32)]
+    with pytest.raises(TypeError, match=r"params\[0\] must be float32 .* or bfloat16"):
+        SGD([np.ones(3)], lr=0.1)
+    with pytest.raises(TypeError, match="not one array"):
+        Adam(np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="params is empty"):
+        SGD([], lr=0.1)
+    ro = np.ones(3, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        SGD([ro], lr=0.1)
+    with pytest.raises(ValueError, match="lr"):
+        SGD(w, lr=-1.0)
+    with pytest.raises(TypeError, match="lr"):
+        SGD(w, lr="0.1")
+    with pytest.raises(ValueError, match="momentum"):
+        SGD(w, lr=0.1, momentum=1.0)
+    with pytest.raises(ValueError, match=r"betas\[1\]"):
+        Adam(w, betas=(0.9, 1.5))
+    with pytest.raises(TypeError, match="betas must be a pair"):
+        Adam(w, betas=0.9)
+    with pytest.raises(ValueError, match="rounding must be"):
+        SGD([np.ones(3, bfloat16)], lr=0.1, rounding="toward_zero")
+    with pytest.raises(ValueError, match="needs bfloat16 params"):
+        SGD(w, lr=0.1, rounding="stochastic")
+    with pytest.raises(ValueError, match="rng is only used"):
+        SGD([np.ones(3, bfloat16)], lr=0.1, rng=1)
+    with pytest.raises(TypeError, match="SGD: rng must be"):
+        SGD([np.ones(3, bfloat16)], lr=0.1, rounding="stochastic", rng="x")
+    opt = SGD(w, lr=0.1)
+    with pytest.raises(ValueError, match="got 2 gradients for 1 params"):
+        opt.step([np.ones(3), np.ones(3)])
+    with pytest.raises(ValueError, match=r"grads\[0\] has shape \(4,\)"):
+        opt.step([np.ones(4)])
+    with pytest.raises(TypeError, match=r"grads\[0\] must be a float array"):
+        opt.step([np.ones(3, np.int64)])
+    np.testing.assert_array_equal(w[0], 1.0)  # nothing changed by the failed steps
+
+
+# ---- the benchmark section -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
+                    reason="scikit-learn is not installed (pip install scikit-learn)")
+def test_quick_training_benchmark_runs_and_bfloat16_trains(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_training.py"), "--quick",
+         "--out-dir", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    for title in ("## Training an MLP on digits", "## Gradients that underflow in float16",
+                  "## Weight updates lost to swamping"):
+        assert title in out
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in out.splitlines() if line.startswith("| ") and "%" in line}
+    f32 = float(rows["float32"][1].rstrip(" %"))
+    mixed = float(rows["bfloat16 mixed (fp32 masters, no loss scaling)"][1].rstrip(" %"))
+    assert f32 > 80 and abs(mixed - f32) < 5  # a 10-class problem: chance is 10 %
+    assert rows["bfloat16 mixed (fp32 masters, no loss scaling)"][4].startswith("16 = 2 weights")
+    toy = next(line for line in out.splitlines() if line.startswith("| 1.0 + 1e-3"))
+    assert "result 1 " in toy and "result 2.0000" in toy
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (tmp_path / "training_loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
