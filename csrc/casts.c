@@ -84,15 +84,15 @@ double_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
     }
 }
 
-static void
+/* 0 after issuing numpy's ComplexWarning, -1 when the warning was turned into an error. */
+static int
 warn_complex(void)
 {
-    if (complex_warning != NULL) {
-        PyGILState_STATE st = PyGILState_Ensure();
-        PyErr_WarnEx(complex_warning,
-                     "Casting complex values to real discards the imaginary part", 1);
-        PyGILState_Release(st);
-    }
+    PyGILState_STATE st = PyGILState_Ensure();
+    int r = PyErr_WarnEx(complex_warning,
+                         "Casting complex values to real discards the imaginary part", 1);
+    PyGILState_Release(st);
+    return r;
 }
 
 /*
@@ -103,7 +103,7 @@ warn_complex(void)
     static void NAME##_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)     \
     {                                                                                  \
         (void)a; (void)b;                                                              \
-        if (IS_COMPLEX) warn_complex();                                                \
+        if (IS_COMPLEX && warn_complex() < 0) return; /* error set: numpy checks it */ \
         int overflow = 0;                                                              \
         for (npy_intp i = 0; i < n; i++) {                                             \
             T v = LOAD(T, from, (STEP) * i);                                           \
@@ -135,20 +135,10 @@ object_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
     }
 }
 
-/* Fixed-width str/bytes -> bfloat16: parse each element like float(); errors name the text.
- * `len` already stops at the first NUL padding byte, so the text is passed as it is. */
-static int
-parse_text(const char *text, Py_ssize_t len, bf16_t *out)
-{
-    PyObject *s = PyUnicode_DecodeLatin1(text, len, NULL);
-    if (s == NULL) {
-        return -1;
-    }
-    int r = bf16_from_object(s, out);
-    Py_DECREF(s);
-    return r;
-}
-
+/*
+ * Fixed-width str/bytes -> bfloat16, parsed like float() and rounded once; errors name the
+ * text. Only trailing NULs are padding: a NUL inside the text makes it invalid, as for float32.
+ */
 static void
 string_to_bf16(void *from, void *to, npy_intp n, void *fromarr, void *b)
 {
@@ -156,10 +146,16 @@ string_to_bf16(void *from, void *to, npy_intp n, void *fromarr, void *b)
     npy_intp width = PyArray_ITEMSIZE((PyArrayObject *)fromarr);
     for (npy_intp i = 0; i < n; i++) {
         const char *p = (const char *)from + i * width;
-        Py_ssize_t len = 0;
-        while (len < width && p[len] != '\0') len++;
+        Py_ssize_t len = width;
+        while (len > 0 && p[len - 1] == '\0') len--;
+        PyObject *s = PyBytes_FromStringAndSize(p, len);
+        if (s == NULL) {
+            return;
+        }
         bf16_t h;
-        if (parse_text(p, len, &h) < 0) {
+        int r = bf16_from_object(s, &h);
+        Py_DECREF(s);
+        if (r < 0) {
             return;
         }
         STORE(bf16_t, to, i, h);
@@ -173,8 +169,8 @@ unicode_to_bf16(void *from, void *to, npy_intp n, void *fromarr, void *b)
     npy_intp width = PyArray_ITEMSIZE((PyArrayObject *)fromarr) / 4;
     for (npy_intp i = 0; i < n; i++) {
         const char *p = (const char *)from + i * width * 4;
-        Py_ssize_t len = 0;
-        while (len < width && LOAD(Py_UCS4, p, len) != 0) len++;
+        Py_ssize_t len = width;
+        while (len > 0 && LOAD(Py_UCS4, p, len - 1) == 0) len--;
         PyObject *s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, p, len);
         if (s == NULL) {
             return;

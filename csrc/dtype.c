@@ -4,6 +4,7 @@
  */
 #include "module.h"
 #include "kernels.h"
+#include "number/parse.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -184,25 +185,30 @@ bf16_fillwithscalar(void *buffer, npy_intp length, void *value, void *NPY_UNUSED
     return 0;
 }
 
+/* np.fromstring/np.fromfile with `sep` call these two with the GIL released: pure C only
+ * (csrc/number/parse.c), no Python C API. tests/test_parse.py runs them beside other threads. */
 static int
 bf16_fromstr(char *str, void *ip, char **endptr, PyArray_Descr *NPY_UNUSED(descr))
 {
-    double d = PyOS_string_to_double(str, endptr, NULL);
-    if (d == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return -1;
+    const char *end;
+    bf16_t h;
+    int r = bf16_parse_prefix(str, &end, &h);
+    if (endptr != NULL) {
+        *endptr = (char *)end;
     }
-    store_bits(ip, f64_to_bf16(d));
-    return 0;
+    if (r == 0) {
+        store_bits(ip, h);
+    }
+    return r;
 }
 
 static int
 bf16_scanfunc(FILE *fp, void *dptr, char *NPY_UNUSED(ignore), PyArray_Descr *NPY_UNUSED(d))
 {
-    double d;
-    int r = fscanf(fp, "%lf", &d);
+    bf16_t h;
+    int r = bf16_scan_stream(fp, &h);
     if (r == 1) {
-        store_bits(dptr, f64_to_bf16(d));
+        store_bits(dptr, h);
     }
     return r;
 }

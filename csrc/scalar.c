@@ -4,6 +4,7 @@
  * ufunc loops and promoters, so scalars and arrays follow one promotion table).
  */
 #include "module.h"
+#include "number/parse.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -20,19 +21,60 @@ bf16_scalar_from_bits(bf16_t bits)
     return (PyObject *)obj;
 }
 
-/* Parse a numeric string the way float() does, then round once to bfloat16. */
+/*
+ * Parse a numeric string the way float() does (same syntax: whitespace, underscores, Unicode
+ * decimal digits) but round the decimal value once, directly to bfloat16 (csrc/number/parse.c;
+ * "1.00390625000000001" gives 1.0078125 where going through float64 gives 1.0).
+ */
 static int
 bf16_from_string(PyObject *str, bf16_t *out)
 {
-    PyObject *f = PyFloat_FromString(str);
-    if (f == NULL) {
-        PyErr_Clear();
+    int r;
+    if (PyBytes_Check(str)) {
+        r = bf16_parse_text(PyBytes_AS_STRING(str), (size_t)PyBytes_GET_SIZE(str), out);
+    }
+    else if (PyUnicode_IS_ASCII(str)) {
+        Py_ssize_t len;
+        const char *text = PyUnicode_AsUTF8AndSize(str, &len);
+        if (text == NULL) {
+            return -1;
+        }
+        r = bf16_parse_text(text, (size_t)len, out);
+    }
+    else {
+        /* Like float(): Unicode whitespace reads as a space, any decimal digit as its ASCII
+         * digit; any other non-ASCII character makes the text invalid. */
+        Py_ssize_t len = PyUnicode_GET_LENGTH(str);
+        char *text = PyMem_Malloc((size_t)len + 1);
+        if (text == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        int kind = PyUnicode_KIND(str);
+        const void *data = PyUnicode_DATA(str);
+        for (Py_ssize_t i = 0; i < len; i++) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+            int digit = Py_UNICODE_TODECIMAL(ch);
+            if (ch < 128) {
+                text[i] = (char)ch;
+            }
+            else if (Py_UNICODE_ISSPACE(ch)) {
+                text[i] = ' ';
+            }
+            else if (digit >= 0) {
+                text[i] = (char)('0' + digit);
+            }
+            else {
+                text[i] = '?';
+            }
+        }
+        r = bf16_parse_text(text, (size_t)len, out);
+        PyMem_Free(text);
+    }
+    if (r < 0) {
         PyErr_Format(PyExc_ValueError, "could not convert string to bfloat16: %R", str);
         return -1;
     }
-    double d = PyFloat_AS_DOUBLE(f);
-    Py_DECREF(f);
-    *out = f64_to_bf16(d);
     return 0;
 }
 
@@ -159,9 +201,14 @@ bf16_from_object(PyObject *obj, bf16_t *out)
     if (PyArray_Check(obj)) {
         PyArrayObject *arr = (PyArrayObject *)obj;
         if (PyArray_NDIM(arr) != 0) {
+            PyObject *shape = PyObject_GetAttrString(obj, "shape");
+            if (shape == NULL) {
+                return -1;
+            }
             PyErr_Format(PyExc_TypeError,
                          "only 0-d arrays can be converted to a bfloat16 scalar, got shape %R",
-                         PyObject_GetAttrString(obj, "shape"));
+                         shape);
+            Py_DECREF(shape);
             return -1;
         }
         PyObject *item = PyArray_GETITEM(arr, PyArray_DATA(arr));
