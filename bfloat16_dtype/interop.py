@@ -218,7 +218,7 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
 
     >>> import torch
     >>> from_dlpack(torch.ones(2, dtype=torch.bfloat16))
-    array([1, 1], dtype=bfloat16)
+    array([1., 1.], dtype=bfloat16)
     """
     if isinstance(x, np.ndarray):
         out = _as_ours(x, "from_dlpack")
@@ -277,7 +277,9 @@ def from_torch(t) -> np.ndarray:
 
 
 def to_jax(x: np.ndarray):
-    """A JAX array of dtype bfloat16 from a bfloat16 array (through DLPack; JAX may copy)."""
+    """A JAX array of dtype bfloat16 from a bfloat16 array (through DLPack; JAX copies unless
+    the data meets its alignment). ``jnp.asarray(x)`` itself refuses this package's dtype;
+    ``jnp.asarray(x.astype(ml_dtypes.bfloat16))`` is the other route (a bit copy)."""
     import jax.numpy as jnp
 
     x = _as_ours(x, "to_jax")
@@ -285,6 +287,9 @@ def to_jax(x: np.ndarray):
 
 
 def from_jax(a) -> np.ndarray:
-    """A bfloat16 array from a CPU JAX bfloat16 array (zero-copy through DLPack; read-only,
-    as JAX arrays are immutable)."""
-    return from_dlpack(a)
+    """A bfloat16 array sharing a CPU JAX bfloat16 array's memory, read-only (JAX arrays are
+    immutable; JAX's export does not flag that itself). ``np.asarray(a, dtype=bfloat16)``
+    also works (a bit-copy cast from ml_dtypes' bfloat16)."""
+    out = from_dlpack(a)
+    out.flags.writeable = False
+    return out

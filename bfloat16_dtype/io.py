@@ -7,7 +7,7 @@
 dtype(bfloat16)
 >>> io.save("x.npy", np.arange(3, dtype=bfloat16))   # plain np.load gives the uint16 bits
 >>> io.load("x.npy")
-array([0, 1, 2], dtype=bfloat16)
+array([0., 1., 2.], dtype=bfloat16)
 """
 from __future__ import annotations
 

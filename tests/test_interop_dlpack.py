@@ -12,6 +12,14 @@ from bfloat16_dtype import bfloat16, interop
 ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def keep_dtype_name():
+    """jax imports ml_dtypes, which takes the name "bfloat16"; restore it for later modules."""
+    before = np.sctypeDict.get("bfloat16")
+    yield
+    np.sctypeDict["bfloat16"] = before
+
+
 # ---- the DLPack ABI, written out from the dlpack.h specification -------------------------
 
 class DLDevice(ctypes.Structure):
@@ -312,6 +320,10 @@ def test_jax_both_ways():
     x = np.array([1.5, -2.0, 3.0], dtype=bfloat16)
     j = interop.to_jax(x)
     assert j.dtype == jnp.bfloat16 and np.asarray(j.astype(jnp.float32)).tolist() == [1.5, -2.0, 3.0]
-    y = interop.from_jax(jnp.arange(4, dtype=jnp.bfloat16))
+    a = jnp.arange(4, dtype=jnp.bfloat16)
+    y = interop.from_jax(a)
     assert y.dtype == np.dtype(bfloat16) and y.astype(np.float32).tolist() == [0, 1, 2, 3]
+    assert y.ctypes.data == a.unsafe_buffer_pointer() and not y.flags.writeable
+    z = np.asarray(a, dtype=bfloat16)       # through ml_dtypes' bfloat16 and the bit-copy cast
+    assert z.dtype == np.dtype(bfloat16) and z.astype(np.float32).tolist() == [0, 1, 2, 3]
     del jax
