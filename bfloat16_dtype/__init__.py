@@ -36,7 +36,9 @@ from . import numerics  # noqa: E402  (accurate helpers: numerics.round, .sum, .
 from .linalg import (dot, get_num_threads, inner, matmul, matvec, num_threads,  # noqa: E402
                      set_num_threads, vdot, vecmat)
 from . import rounding, training  # noqa: E402  (rounding modes; mixed-precision training helpers)
+from . import interop  # noqa: E402  (ml_dtypes casts, DLPack, torch/JAX helpers)
+interop._install()
 
 __all__ = ["bfloat16", "dtype", "finfo", "__version__", "numerics", "matmul", "dot", "matvec", "vecmat",
            "vdot", "inner", "get_num_threads", "set_num_threads", "num_threads", "config", "show_config",
-           "rounding", "training"]
+           "rounding", "training", "interop"]

@@ -6,6 +6,7 @@
 #include "module.h"
 #include "kernels.h"
 #include "cpu.h"
+#include "interop/interop.h"
 
 /* _ext._cpu_info() -> dict: detected tier, cap, tier in force, and why detection stopped. */
 static PyObject *cpu_info(PyObject *self, PyObject *unused)
@@ -49,7 +50,7 @@ PyInit__ext(void)
         return NULL;
     }
     if (init_scalar(m) < 0 || init_dtype(m) < 0 || init_casts(m) < 0 || init_ufuncs(m) < 0 ||
-            init_matmul(m) < 0) {
+            init_matmul(m) < 0 || init_interop(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,0 +1,295 @@
+"""Interop with other bfloat16 libraries: ml_dtypes, DLPack, torch and JAX.
+
+ml_dtypes (imported by JAX, TensorFlow, onnx) has its own ``bfloat16`` dtype with the same bits.
+When both are loaded, casts between the two are bit copies and ``safe``, and binary ufuncs mixing
+them run in this package's bfloat16:
+
+>>> import numpy as np, ml_dtypes
+>>> from bfloat16_dtype import bfloat16
+>>> x = np.array([1.5, -2.0], dtype=bfloat16)
+>>> y = x.astype(ml_dtypes.bfloat16)            # bit copy
+>>> np.asarray(y, dtype=bfloat16).dtype == x.dtype
+True
+>>> (x + y).dtype.type is bfloat16
+True
+
+The casts are registered when ``bfloat16_dtype`` is imported if ml_dtypes is already loaded,
+and otherwise right after ml_dtypes is first imported (an import hook that removes itself).
+
+``np.dtype("bfloat16")`` is ml_dtypes' bfloat16 whenever ml_dtypes has been imported (in either
+order), and this package's otherwise; the ecosystem that imports ml_dtypes (JAX, onnx) relies on
+the name. Write ``bfloat16_dtype.bfloat16`` where you mean this package's type.
+
+DLPack: :func:`to_dlpack` wraps an array in an object with ``__dlpack__``/``__dlpack_device__``
+(DLPack bfloat16: type code 4, 16 bits, 1 lane); :func:`from_dlpack` imports any CPU producer's
+bfloat16 tensor without copying. :func:`to_torch`, :func:`from_torch`, :func:`to_jax`,
+:func:`from_jax` build on them.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import _ext
+from ._ext import bfloat16
+
+__all__ = ["register_ml_dtypes", "ml_dtypes_registered", "to_dlpack", "from_dlpack",
+           "to_torch", "from_torch", "to_jax", "from_jax"]
+
+_DTYPE = np.dtype(bfloat16)
+_lock = threading.Lock()
+_ml_dtype: np.dtype | None = None   # ml_dtypes' bfloat16 dtype once the casts are registered
+
+# DLPack device types whose memory the CPU can read (as NumPy accepts them).
+_HOST_DEVICES = {1: "CPU", 3: "CUDA host", 11: "ROCm host", 13: "CUDA managed"}
+_DEVICE_NAMES = {2: "CUDA", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm",
+                 12: "ext_dev", 14: "oneAPI", 15: "WebGPU", 16: "Hexagon", 17: "MAIA"}
+
+
+def _binary_ufuncs_with_our_loops() -> list[np.ufunc]:
+    out = []
+    for name in dir(np):
+        u = getattr(np, name)
+        if not isinstance(u, np.ufunc) or u.nin != 2 or u in out:
+            continue
+        if u.signature is not None:      # gufuncs: matmul, vecdot, matvec, vecmat
+            try:
+                u(np.zeros((1, 1), _DTYPE), np.zeros((1, 1), _DTYPE))
+            except TypeError:
+                continue
+            out.append(u)
+            continue
+        try:
+            u.resolve_dtypes((_DTYPE, _DTYPE, None) + (None,) * (u.nout - 1))
+        except TypeError:
+            continue
+        out.append(u)
+    return out
+
+
+def register_ml_dtypes() -> bool:
+    """Register the casts (both ways) and mixed-ufunc promoters with ml_dtypes' bfloat16.
+
+    Imports ml_dtypes if needed; returns False when it is not installed. Idempotent. Called
+    automatically, so users need it only to make sure ml_dtypes is loaded.
+
+    >>> import bfloat16_dtype.interop as interop
+    >>> interop.register_ml_dtypes()
+    True
+    """
+    global _ml_dtype
+    with _lock:
+        if _ml_dtype is not None:
+            return True
+        try:
+            import ml_dtypes
+        except ImportError:
+            return False
+        theirs = np.dtype(ml_dtypes.bfloat16)
+        _ext._register_bit_casts(theirs)
+        _ext._register_mixed_promoters(theirs, _binary_ufuncs_with_our_loops())
+        _ml_dtype = theirs
+        # The name follows ml_dtypes once it is loaded (see the module docstring).
+        np.sctypeDict["bfloat16"] = ml_dtypes.bfloat16
+        return True
+
+
+def ml_dtypes_registered() -> bool:
+    """True once the casts with ml_dtypes' bfloat16 are registered."""
+    return _ml_dtype is not None
+
+
+class _LoaderThenRegister(importlib.abc.Loader):
+    """Runs ml_dtypes' own loader, then registers the casts before anyone can ask for them
+    (NumPy caches a missing cast at the first request)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._inner.exec_module(module)
+        _remove_hook()
+        try:
+            register_ml_dtypes()
+        except Exception as exc:  # never break the ml_dtypes import itself
+            warnings.warn(f"bfloat16_dtype could not register casts with ml_dtypes: {exc!r}",
+                          RuntimeWarning, stacklevel=2)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _MlDtypesImportHook(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "ml_dtypes":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _LoaderThenRegister(spec.loader)
+        return spec
+
+
+_hook = _MlDtypesImportHook()
+
+
+def _remove_hook() -> None:
+    try:
+        sys.meta_path.remove(_hook)
+    except ValueError:
+        pass
+
+
+def _install() -> None:
+    if "ml_dtypes" in sys.modules:
+        register_ml_dtypes()
+    elif _hook not in sys.meta_path:
+        sys.meta_path.insert(0, _hook)
+
+
+# ---- DLPack -------------------------------------------------------------------------------
+
+class DLPackTensor:
+    """A bfloat16 array seen through the DLPack protocol (what :func:`to_dlpack` returns).
+
+    Any DLPack consumer accepts it: ``torch.from_dlpack``, ``jax.dlpack.from_dlpack``, ...
+    The memory is shared with the array and kept alive by the consumer.
+    """
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self._array = array
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None):
+        if stream is not None:
+            raise BufferError(f"bfloat16 arrays live in host memory: stream must be None, got {stream!r}")
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError(f"bfloat16 arrays can only be exported to the CPU (1, 0), not {dl_device!r}")
+        arr = self._array.copy() if copy else self._array
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        return _ext._dlpack_export(arr, versioned)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+    def __repr__(self) -> str:
+        return f"DLPackTensor(shape={self._array.shape}, dtype=bfloat16_dtype.bfloat16)"
+
+
+def _as_ours(x: np.ndarray, what: str) -> np.ndarray:
+    if x.dtype == _DTYPE:
+        return x
+    if _ml_dtype is not None and x.dtype == _ml_dtype:
+        return x.view(_DTYPE)
+    raise TypeError(f"{what} expects a bfloat16 array, got dtype {x.dtype!r} "
+                    f"(type {x.dtype.type.__module__}.{x.dtype.type.__name__})")
+
+
+def to_dlpack(x: np.ndarray) -> DLPackTensor:
+    """Wrap a bfloat16 array (ours or ml_dtypes') for DLPack consumers, without copying.
+
+    >>> import numpy as np, torch
+    >>> t = torch.from_dlpack(to_dlpack(np.ones(3, bfloat16)))
+    >>> t.dtype
+    torch.bfloat16
+    """
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"to_dlpack expects a numpy array, got {type(x).__name__}")
+    return DLPackTensor(_as_ours(x, "to_dlpack"))
+
+
+def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
+    """Import a bfloat16 tensor from any DLPack producer (torch, JAX, a capsule) as a
+    bfloat16 array sharing its memory (``copy=True`` copies).
+
+    The producer's strides, byte offset and read-only flag are kept. A tensor that is not in
+    host memory (CUDA) or is not bfloat16 raises a clear error.
+
+    >>> import torch
+    >>> from_dlpack(torch.ones(2, dtype=torch.bfloat16))
+    array([1., 1.], dtype=bfloat16)
+    """
+    if isinstance(x, np.ndarray):
+        out = _as_ours(x, "from_dlpack")
+    elif type(x).__name__ == "PyCapsule":
+        out = _ext._dlpack_import(x)
+    else:
+        if not hasattr(x, "__dlpack__"):
+            raise TypeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, "
+                            f"got {type(x).__name__}")
+        if hasattr(x, "__dlpack_device__"):
+            dev = tuple(x.__dlpack_device__())
+            if int(dev[0]) not in _HOST_DEVICES:
+                name = _DEVICE_NAMES.get(int(dev[0]), f"device type {dev[0]}")
+                raise BufferError(f"from_dlpack: the tensor is on {name} (device {dev}), not in "
+                                  f"host memory; move it to the CPU first (e.g. tensor.cpu())")
+        try:
+            capsule = x.__dlpack__(max_version=(1, 0))
+        except TypeError:          # a producer from before DLPack 1.0 takes no max_version
+            capsule = x.__dlpack__()
+        out = _ext._dlpack_import(capsule)
+    return out.copy() if copy else out
+
+
+def to_torch(x: np.ndarray):
+    """A ``torch.bfloat16`` tensor sharing the array's memory.
+
+    A read-only array is copied (torch tensors are always writable).
+
+    >>> to_torch(np.ones(2, bfloat16))
+    tensor([1., 1.], dtype=torch.bfloat16)
+    """
+    import torch
+
+    x = _as_ours(x, "to_torch")
+    if not x.flags.writeable:
+        x = x.copy()
+    return torch.from_dlpack(DLPackTensor(x))
+
+
+def from_torch(t) -> np.ndarray:
+    """A bfloat16 array sharing a CPU ``torch.bfloat16`` tensor's memory.
+
+    >>> import torch
+    >>> from_torch(torch.tensor([1.5, 2.0], dtype=torch.bfloat16))
+    array([1.5, 2. ], dtype=bfloat16)
+    """
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"from_torch expects a torch.Tensor, got {type(t).__name__}")
+    if t.dtype != torch.bfloat16:
+        raise TypeError(f"from_torch expects a torch.bfloat16 tensor, got {t.dtype}")
+    if t.device.type != "cpu":
+        raise BufferError(f"from_torch: the tensor is on {t.device}, not the CPU; call .cpu() first")
+    return from_dlpack(t.detach() if t.requires_grad else t)
+
+
+def to_jax(x: np.ndarray):
+    """A JAX array of dtype bfloat16 from a bfloat16 array (through DLPack; JAX copies unless
+    the data meets its alignment). ``jnp.asarray(x)`` itself refuses this package's dtype;
+    ``jnp.asarray(x.astype(ml_dtypes.bfloat16))`` is the other route (a bit copy)."""
+    import jax.numpy as jnp
+
+    x = _as_ours(x, "to_jax")
+    return jnp.from_dlpack(DLPackTensor(x if x.flags.writeable else x.copy()))
+
+
+def from_jax(a) -> np.ndarray:
+    """A bfloat16 array sharing a CPU JAX bfloat16 array's memory, read-only (JAX arrays are
+    immutable; JAX's export does not flag that itself). ``np.asarray(a, dtype=bfloat16)``
+    also works (a bit-copy cast from ml_dtypes' bfloat16)."""
+    out = from_dlpack(a)
+    out.flags.writeable = False
+    return out

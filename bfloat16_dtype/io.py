@@ -1,0 +1,352 @@
+"""Files for bfloat16 arrays: safetensors (without torch), .npy that keeps the dtype, zarr v3.
+
+>>> import numpy as np
+>>> from bfloat16_dtype import bfloat16, io
+>>> io.save_safetensors({"w": np.ones((2, 3), bfloat16)}, "model.safetensors")
+>>> io.load_safetensors("model.safetensors")["w"].dtype
+dtype(bfloat16)
+>>> io.save("x.npy", np.arange(3, dtype=bfloat16))   # plain np.load gives the uint16 bits
+>>> io.load("x.npy")
+array([0., 1., 2.], dtype=bfloat16)
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, Any, Mapping
+
+import numpy as np
+
+from ._ext import bfloat16
+
+__all__ = ["save_safetensors", "load_safetensors", "save", "load", "register_zarr_dtype"]
+
+_DTYPE = np.dtype(bfloat16)
+
+# ---- safetensors ---------------------------------------------------------------------------
+# Format: 8-byte little-endian header length N, N bytes of UTF-8 JSON
+#   {"name": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]}, ..., "__metadata__": {str: str}}
+# then the data buffer; offsets count from the buffer's start. Like the reference implementation,
+# the tensors must tile the buffer exactly: no gaps, no overlaps, nothing left over.
+
+_MAX_HEADER = 100_000_000
+_ST_NUMPY = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "U64": "<u8", "I32": "<i4",
+             "U32": "<u4", "I16": "<i2", "U16": "<u2", "I8": "i1", "U8": "u1", "BOOL": "?",
+             "C64": "<c8"}
+_ST_ML_DTYPES = {"F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+_ST_SIZES = {**{k: np.dtype(v).itemsize for k, v in _ST_NUMPY.items()}, "BF16": 2,
+             "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+def _is_bfloat16(dt: np.dtype) -> bool:
+    """Ours or ml_dtypes' bfloat16 (the same bits)."""
+    return dt == _DTYPE or (dt.names is None and dt.kind == "V" and dt.itemsize == 2
+                            and dt.type.__name__ == "bfloat16")
+
+
+def _le_bits(arr: np.ndarray) -> np.ndarray:
+    """The bfloat16 array's bits as C-ordered little-endian uint16, whatever its byte order."""
+    order = arr.dtype.byteorder if arr.dtype.byteorder in "<>" else "="
+    return np.asarray(arr, order="C").view(np.dtype(np.uint16).newbyteorder(order)).astype("<u2", copy=False)
+
+
+def _st_code(dt: np.dtype) -> str:
+    if _is_bfloat16(dt):
+        return "BF16"
+    for code, name in _ST_NUMPY.items():
+        if dt.newbyteorder("<") == np.dtype(name):
+            return code
+    for code, name in _ST_ML_DTYPES.items():
+        if dt.type.__name__ == name and dt.type.__module__.startswith("ml_dtypes"):
+            return code
+    raise TypeError(f"safetensors has no code for dtype {dt!r}")
+
+
+def save_safetensors(tensors: Mapping[str, np.ndarray], path: "str | os.PathLike[str]",
+                     metadata: Mapping[str, str] | None = None) -> None:
+    """Write arrays to a safetensors file: bfloat16 (ours or ml_dtypes') as ``BF16``, numpy's
+    numeric types under their codes. ``metadata`` is an optional str -> str mapping.
+
+    Readable by ``safetensors.torch.load_file`` and every other safetensors reader.
+    """
+    if not isinstance(tensors, Mapping):
+        raise TypeError(f"tensors must be a mapping of names to arrays, got {type(tensors).__name__}")
+    header: dict[str, Any] = {}
+    if metadata is not None:
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise TypeError("metadata must map str to str")
+        header["__metadata__"] = dict(metadata)
+    blobs = []
+    offset = 0
+    for name, arr in tensors.items():
+        if not isinstance(name, str) or name == "__metadata__":
+            raise ValueError(f"invalid tensor name {name!r}")
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"tensor {name!r} is a {type(arr).__name__}, not a numpy array")
+        code = _st_code(arr.dtype)
+        if code == "BF16":
+            data = _le_bits(arr)
+        else:
+            data = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
+        header[name] = {"dtype": code, "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + data.nbytes]}
+        offset += data.nbytes
+        blobs.append(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-(8 + len(text)) % 8)     # the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for data in blobs:
+            f.write(memoryview(data.reshape(-1)).cast("B"))
+
+
+def _bad(path, msg: str) -> ValueError:
+    return ValueError(f"{os.fspath(path)!s}: not a valid safetensors file: {msg}")
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r} in the header")
+        out[k] = v
+    return out
+
+
+def _parse_header(raw: bytes, buffer_len: int, path) -> tuple[dict, list]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _bad(path, f"header is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not text.startswith("{"):
+        raise _bad(path, "header does not start with '{'")
+    try:
+        header = json.loads(text, object_pairs_hook=_no_duplicates)
+    except ValueError as exc:   # json.JSONDecodeError is a ValueError; so is a duplicate key
+        raise _bad(path, f"header is not valid JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise _bad(path, "header is not a JSON object")
+    metadata = header.pop("__metadata__", None)
+    if metadata is not None and not (isinstance(metadata, dict) and all(
+            isinstance(v, str) for v in metadata.values())):
+        raise _bad(path, "__metadata__ must map strings to strings")
+    entries = []
+    for name, info in header.items():
+        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+            raise _bad(path, f"tensor {name!r}: entry must have exactly dtype, shape, data_offsets")
+        code, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
+        if code not in _ST_SIZES:
+            raise _bad(path, f"tensor {name!r}: unknown or unsupported dtype {code!r}")
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            raise _bad(path, f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+        if len(shape) > 64:
+            raise _bad(path, f"tensor {name!r}: {len(shape)} dimensions (at most 64)")
+        if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int and o >= 0 for o in offs)):
+            raise _bad(path, f"tensor {name!r}: data_offsets must be two non-negative integers, got {offs!r}")
+        begin, end = offs
+        if end < begin:
+            raise _bad(path, f"tensor {name!r}: data_offsets {offs} end before they begin")
+        nbytes = _ST_SIZES[code]
+        for d in shape:
+            nbytes *= d
+        if end - begin != nbytes:
+            raise _bad(path, f"tensor {name!r}: data_offsets {offs} span {end - begin} bytes, but "
+                             f"{code} of shape {tuple(shape)} needs {nbytes}")
+        entries.append((begin, end, name, code, tuple(shape)))
+    entries.sort()
+    pos = 0
+    for begin, end, name, _, _ in entries:
+        if begin != pos:
+            what = "overlaps the previous tensor" if begin < pos else f"leaves a gap at byte {pos}"
+            raise _bad(path, f"tensor {name!r}: data_offsets start at {begin} and {what}")
+        pos = end
+    if pos != buffer_len:
+        raise _bad(path, f"the tensors cover {pos} bytes but the data section holds {buffer_len}"
+                         f"{' (truncated file?)' if pos > buffer_len else ''}")
+    return (metadata or {}), entries
+
+
+def _st_dtype(code: str) -> np.dtype:
+    if code == "BF16":
+        return _DTYPE
+    if code in _ST_NUMPY:
+        return np.dtype(_ST_NUMPY[code])
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError(f"safetensors dtype {code} needs ml_dtypes (pip install ml_dtypes)") from None
+    return np.dtype(getattr(ml_dtypes, _ST_ML_DTYPES[code]))
+
+
+def load_safetensors(path: "str | os.PathLike[str]", *, mmap: bool = False,
+                     with_metadata: bool = False):
+    """Read a safetensors file: ``BF16`` tensors come back as bfloat16, the others as numpy
+    arrays (F8 types as ml_dtypes arrays when it is installed).
+
+    The header is checked strictly before any data is read: a truncated file, bad JSON,
+    unknown dtypes, sizes that do not match the shape, offsets that overlap, leave gaps or
+    point past the end raise ``ValueError`` naming the problem. ``mmap=True`` maps the file
+    read-only instead of reading it. ``with_metadata=True`` returns ``(tensors, metadata)``.
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(8)
+        if len(head) < 8:
+            raise _bad(path, f"{size} bytes, too short for the 8-byte header length")
+        n = int.from_bytes(head, "little")
+        if n > _MAX_HEADER:
+            raise _bad(path, f"header length {n} exceeds the limit of {_MAX_HEADER} bytes")
+        if 8 + n > size:
+            raise _bad(path, f"header length {n} runs past the end of the {size}-byte file")
+        raw = f.read(n)
+        if len(raw) != n:
+            raise _bad(path, "file shrank while reading the header")
+        metadata, entries = _parse_header(raw, size - 8 - n, path)
+        if mmap and size - 8 - n > 0:
+            buf = np.memmap(f, dtype=np.uint8, mode="r", offset=8 + n, shape=(size - 8 - n,))
+        else:
+            buf = np.frombuffer(bytearray(f.read()), dtype=np.uint8)
+            if buf.size != size - 8 - n:
+                raise _bad(path, "file changed size while reading")
+    out = {}
+    for begin, end, name, code, shape in sorted(entries, key=lambda e: e[2]):
+        dt = _st_dtype(code)
+        piece = buf[begin:end]
+        if code == "BF16":
+            arr = piece.view("<u2").view(_DTYPE) if piece.size else np.empty(0, _DTYPE)
+        else:
+            arr = piece.view(dt) if piece.size else np.empty(0, dt)
+        out[name] = arr.reshape(shape)
+    return (out, metadata) if with_metadata else out
+
+
+# ---- .npy that remembers bfloat16 ----------------------------------------------------------
+# np.save writes a bfloat16 array as '|V2'. save() writes an ordinary .npy of the uint16 bits
+# ('<u2'), and marks it with a comment after the header dict, which np.load's literal parser
+# ignores: plain np.load gives the bits (then .view(bfloat16)), load() gives bfloat16 back.
+
+_NPY_MARK = "# bfloat16_dtype: bfloat16"
+_MAGIC = b"\x93NUMPY"
+
+
+def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
+    """Save an array to .npy; a bfloat16 array (ours or ml_dtypes') is stored as its uint16
+    bits with a marker that :func:`load` reads. Other arrays are passed to ``np.save``."""
+    arr = np.asanyarray(arr)
+    if not _is_bfloat16(arr.dtype):
+        np.save(file, arr, allow_pickle=False)
+        return
+    bits = _le_bits(arr)
+    d = f"{{'descr': '<u2', 'fortran_order': False, 'shape': {tuple(bits.shape)!r}, }} {_NPY_MARK}"
+    version, lenbytes = (1, 0), 2
+    if len(d) + 12 > 65535:
+        version, lenbytes = (2, 0), 4
+    pad = -(len(_MAGIC) + 2 + lenbytes + len(d) + 1) % 64
+    header = (d + " " * pad + "\n").encode("latin1")
+    own = isinstance(file, (str, os.PathLike))
+    f = open(file, "wb") if own else file
+    try:
+        f.write(_MAGIC + bytes(version) + len(header).to_bytes(lenbytes, "little") + header)
+        f.write(memoryview(bits.reshape(-1)).cast("B"))
+    finally:
+        if own:
+            f.close()
+
+
+def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = None) -> np.ndarray:
+    """Load a .npy file; one written by :func:`save` from a bfloat16 array comes back as
+    bfloat16, any other as ``np.load`` returns it (pickles refused)."""
+    own = isinstance(file, (str, os.PathLike))
+    f = open(file, "rb") if own else file
+    try:
+        start = f.tell()
+        head = f.read(10)
+        marked = False
+        if head[:6] == _MAGIC and len(head) == 10:
+            major = head[6]
+            n = int.from_bytes(head[8:10], "little") if major == 1 else \
+                int.from_bytes(head[8:10] + f.read(2), "little")
+            marked = _NPY_MARK.encode() in f.read(min(n, 1 << 20))
+        f.seek(start)
+        arr = np.load(file if own else f, mmap_mode=mmap_mode, allow_pickle=False)
+    finally:
+        if own:
+            f.close()
+    if marked:
+        if arr.dtype != np.dtype("<u2"):
+            raise ValueError("file carries the bfloat16 marker but does not hold '<u2' data")
+        arr = arr.view(_DTYPE)
+    return arr
+
+
+# ---- zarr v3 data type ---------------------------------------------------------------------
+
+_zarr_cls = None
+
+
+def register_zarr_dtype():
+    """Register a zarr (v3) data type named ``"bfloat16"`` for this package's bfloat16 and
+    return its class. Afterwards ``zarr.create_array(..., dtype=bfloat16)`` stores bfloat16
+    and opening the array gives bfloat16 back. Needs zarr >= 3.1 (its data type registry).
+
+    Fill values are JSON numbers, ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, or the bits as
+    ``"0x7fc1"`` for any other NaN (the zarr v3 float convention). Zarr v2 metadata cannot
+    name bfloat16 and is refused.
+    """
+    global _zarr_cls
+    if _zarr_cls is not None:
+        return _zarr_cls
+    from dataclasses import dataclass
+
+    from zarr.core.dtype import data_type_registry
+    from zarr.core.dtype.common import DataTypeValidationError
+    from zarr.core.dtype.npy.float import BaseFloat
+
+    @dataclass(frozen=True, kw_only=True)
+    class BFloat16(BaseFloat):
+        """bfloat16_dtype's bfloat16 as a zarr v3 data type."""
+
+        dtype_cls = type(_DTYPE)
+        _zarr_v3_name = "bfloat16"
+        _zarr_v2_names = ()
+
+        @property
+        def item_size(self) -> int:
+            return 2
+
+        @classmethod
+        def _from_json_v2(cls, data):
+            raise DataTypeValidationError("zarr v2 metadata has no name for bfloat16; use zarr_format=3")
+
+        def to_json(self, zarr_format):
+            if zarr_format != 3:
+                raise ValueError("bfloat16 needs zarr_format=3 (v2 metadata cannot name it)")
+            return self._zarr_v3_name
+
+        def _cast_scalar_unchecked(self, data):
+            return bfloat16(data)
+
+        def from_json_scalar(self, data, *, zarr_format):
+            if isinstance(data, str):
+                special = {"NaN": 0x7FC0, "Infinity": 0x7F80, "-Infinity": 0xFF80}
+                if data in special:
+                    return np.array(special[data], np.uint16).view(_DTYPE)[()]
+                if data.startswith("0x") and len(data) == 6:
+                    return np.array(int(data, 16), np.uint16).view(_DTYPE)[()]
+                raise TypeError(f"invalid bfloat16 fill value {data!r}")
+            if isinstance(data, (int, float)) and not isinstance(data, bool):
+                return bfloat16(data)
+            raise TypeError(f"invalid bfloat16 fill value {data!r}")
+
+        def to_json_scalar(self, data, *, zarr_format):
+            bits = int(np.array(self.cast_scalar(data), _DTYPE).view(np.uint16))
+            if bits & 0x7F80 == 0x7F80:
+                if bits & 0x7F:
+                    return "NaN" if bits == 0x7FC0 else f"0x{bits:04x}"
+                return "-Infinity" if bits & 0x8000 else "Infinity"
+            return float(np.array(bits, np.uint16).view(_DTYPE).astype(np.float64))
+
+    data_type_registry.register(BFloat16._zarr_v3_name, BFloat16)
+    _zarr_cls = BFloat16
+    return BFloat16

@@ -1,0 +1,135 @@
+/*
+ * mldtypes_casts.c - casts between our bfloat16 and another library's bfloat16 dtype (ml_dtypes),
+ * both ways. The two formats are the same 16 bits, so each cast is a bit copy and is 'safe'.
+ *
+ * NumPy remembers a missing cast the first time it is asked for it, so these must be registered
+ * before any cast between the two dtypes is attempted: bfloat16_dtype.interop does it at import
+ * when ml_dtypes is already loaded, or right after ml_dtypes finishes importing.
+ */
+#include "interop.h"
+
+/* Legacy cast functions receive aligned, contiguous, native-byte-order buffers. */
+static void
+copy_bits(void *from, void *to, npy_intp n, void *NPY_UNUSED(fromarr), void *NPY_UNUSED(toarr))
+{
+    memmove(to, from, (size_t)n * 2);
+}
+
+static int registered_type_num = -1;
+
+/* _register_bit_casts(dtype): register safe bit-copy casts both ways with `dtype`, which must be
+ * another user-defined 2-byte dtype. Calling it again for the same dtype does nothing. */
+PyObject *
+bf16_register_bit_casts(PyObject *NPY_UNUSED(self), PyObject *obj)
+{
+    if (!PyArray_DescrCheck(obj)) {
+        PyErr_Format(PyExc_TypeError, "_register_bit_casts expects a numpy dtype, got %R", obj);
+        return NULL;
+    }
+    PyArray_Descr *other = (PyArray_Descr *)obj;
+    int num = other->type_num;
+    if (num == registered_type_num) {
+        Py_RETURN_NONE;
+    }
+    if (registered_type_num >= 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "bit casts are already registered with type number %d; refusing %R",
+                     registered_type_num, obj);
+        return NULL;
+    }
+    if (!PyTypeNum_ISUSERDEF(num) || num == bf16_type_num || PyDataType_ELSIZE(other) != 2 ||
+            PyDataType_ALIGNMENT(other) > 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "_register_bit_casts needs another user-defined 2-byte dtype, got %R", obj);
+        return NULL;
+    }
+    if (PyArray_RegisterCastFunc(bf16_descr, num, copy_bits) < 0 ||
+            PyArray_RegisterCanCast(bf16_descr, num, NPY_NOSCALAR) < 0 ||
+            PyArray_RegisterCastFunc(other, bf16_type_num, copy_bits) < 0 ||
+            PyArray_RegisterCanCast(other, bf16_type_num, NPY_NOSCALAR) < 0) {
+        return NULL;
+    }
+    registered_type_num = num;
+    Py_RETURN_NONE;
+}
+
+/*
+ * Mixed calls (ours, theirs) and (theirs, ours) of a binary ufunc: both inputs become our
+ * bfloat16 (the cast is a bit copy) and our loop runs, whichever library was imported first.
+ * Without this NumPy's legacy resolver picks the loop of the first operand's library.
+ */
+static int
+mixed_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
+               PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    (void)op_dtypes;
+    int nargs = ((PyUFuncObject *)ufunc)->nargs;
+    int nin = ((PyUFuncObject *)ufunc)->nin;
+    PyArray_DTypeMeta *ours = NPY_DTYPE(bf16_descr);
+    for (int i = 0; i < nargs; i++) {
+        PyArray_DTypeMeta *d = signature[i] ? signature[i] : (i < nin ? ours : NULL);
+        Py_XINCREF(d);
+        new_op_dtypes[i] = d;
+    }
+    return 0;
+}
+
+static int
+add_mixed_promoter(PyObject *ufunc, PyArray_DTypeMeta *a, PyArray_DTypeMeta *b)
+{
+    int nargs = ((PyUFuncObject *)ufunc)->nargs;
+    PyObject *tuple = PyTuple_New(nargs);
+    if (tuple == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < nargs; i++) {
+        PyObject *item = i == 0 ? (PyObject *)a : i == 1 ? (PyObject *)b : Py_None;
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    PyObject *capsule = PyCapsule_New((void *)mixed_promoter, "numpy._ufunc_promoter", NULL);
+    if (capsule == NULL) {
+        Py_DECREF(tuple);
+        return -1;
+    }
+    int r = PyUFunc_AddPromoter(ufunc, tuple, capsule);
+    Py_DECREF(tuple);
+    Py_DECREF(capsule);
+    return r;
+}
+
+/* _register_mixed_promoters(dtype, ufuncs): for each binary ufunc, run mixed calls in ours. */
+PyObject *
+bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
+{
+    PyObject *obj, *ufuncs;
+    if (!PyArg_ParseTuple(args, "OO:_register_mixed_promoters", &obj, &ufuncs)) {
+        return NULL;
+    }
+    if (!PyArray_DescrCheck(obj) || ((PyArray_Descr *)obj)->type_num != registered_type_num) {
+        PyErr_Format(PyExc_TypeError,
+                     "_register_mixed_promoters needs the dtype passed to _register_bit_casts, got %R",
+                     obj);
+        return NULL;
+    }
+    PyArray_DTypeMeta *theirs = NPY_DTYPE((PyArray_Descr *)obj);
+    PyArray_DTypeMeta *ours = NPY_DTYPE(bf16_descr);
+    PyObject *seq = PySequence_Fast(ufuncs, "_register_mixed_promoters needs a sequence of ufuncs");
+    if (seq == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *u = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck(u, &PyUFunc_Type) || ((PyUFuncObject *)u)->nin != 2) {
+            PyErr_Format(PyExc_TypeError, "expected a binary ufunc, got %R", u);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (add_mixed_promoter(u, ours, theirs) < 0 || add_mixed_promoter(u, theirs, ours) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}

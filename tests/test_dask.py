@@ -1,0 +1,108 @@
+"""bfloat16 on dask.array: float32 partials across blocks, rounded once; run on a LocalCluster
+with two worker processes, checked against float64 references."""
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16
+
+from conftest import exact_f32, reference_round
+
+da = pytest.importorskip("dask.array", reason="dask not installed (pip install 'dask[array]')")
+bfd = pytest.importorskip("bfloat16_dtype.dask", reason="dask not installed")
+
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+
+
+def round_once(x64: np.ndarray) -> np.ndarray:
+    """float64 -> bfloat16 bits, rounding once (the float64 values here are exact in float32)."""
+    x32 = np.asarray(x64, np.float32)
+    assert np.array_equal(x32.astype(np.float64), x64)
+    return reference_round(x32)
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed", reason="distributed not installed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, memory_limit="1GiB")
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_workers_round_trip_every_bit_pattern(client):
+    x = da.from_array(ALL_BITS.view(bfloat16), chunks=5000)
+    # map_blocks runs on the workers; the blocks travel pickled both ways
+    y = x.map_blocks(lambda b: b[::-1][::-1].copy(), dtype=bfloat16).compute()
+    assert y.dtype == np.dtype(bfloat16)
+    np.testing.assert_array_equal(y.view(np.uint16), ALL_BITS)
+    assert client.submit(lambda b: b.dtype.name, ALL_BITS[:4].view(bfloat16)).result() == "bfloat16"
+
+
+def test_sum_rounds_once_where_per_chunk_rounding_does_not(client):
+    # each chunk of 257 ones sums to 257, which bfloat16 rounds to 256
+    x = da.ones(12 * 257, dtype=bfloat16, chunks=257)
+    got = bfd.sum(x).compute()
+    assert got.dtype == np.dtype(bfloat16)
+    assert np.asarray(got).view(np.uint16) == round_once(np.float64(12 * 257))  # 3084 -> 3088
+    assert float(bfd.sum(x, out_dtype=np.float32).compute()) == 3084.0
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_sum_and_mean_against_float64(client, axis):
+    rng = np.random.default_rng(3)
+    bits = reference_round(rng.uniform(0, 4, (300, 230)).astype(np.float32))
+    xs = bits.view(bfloat16)
+    x = da.from_array(xs, chunks=(70, 60))
+    ref = exact_f32(bits).astype(np.float64)
+    s = bfd.sum(x, axis=axis).compute()
+    m = bfd.mean(x, axis=axis, keepdims=True).compute()
+    s64 = ref.sum(axis=axis)
+    m64 = ref.mean(axis=axis, keepdims=True)
+    assert np.asarray(s).dtype == np.dtype(bfloat16) and np.shape(m) == np.shape(m64)
+    # float32 partials: at most one bfloat16 step from float64 rounded once
+    for got, want in ((np.asarray(s, dtype=np.float64), s64), (np.asarray(m, dtype=np.float64), m64)):
+        step = 2.0 ** (np.floor(np.log2(np.abs(want))) - 7)
+        assert np.all(np.abs(got - want) <= step), np.max(np.abs(got - want) / step)
+    s32 = bfd.sum(x, axis=axis, out_dtype=np.float32).compute()
+    np.testing.assert_allclose(s32, s64, rtol=1e-5)
+
+
+def test_matmul_against_float64(client):
+    rng = np.random.default_rng(4)
+    abits = reference_round(rng.uniform(0, 1, (96, 1000)).astype(np.float32))
+    bbits = reference_round(rng.uniform(0, 1, (1000, 80)).astype(np.float32))
+    a = da.from_array(abits.view(bfloat16), chunks=(50, 257))
+    b = da.from_array(bbits.view(bfloat16), chunks=(300, 40))     # rechunked along k to match a
+    c = bfd.matmul(a, b)
+    assert c.dtype == np.dtype(bfloat16) and c.shape == (96, 80)
+    got = c.compute()
+    ref = exact_f32(abits).astype(np.float64) @ exact_f32(bbits).astype(np.float64)
+    step = 2.0 ** (np.floor(np.log2(ref)) - 7)
+    err = np.abs(got.astype(np.float64) - ref)
+    assert np.all(err <= step / 2 + 1e-3 * step)      # float32 sums: correctly rounded or a hair off
+    c32 = bfd.matmul(a, b, out_dtype=np.float32).compute()
+    assert c32.dtype == np.float32
+    np.testing.assert_allclose(c32, ref, rtol=1e-5)
+
+
+def test_matmul_rounds_once_across_k_blocks(client):
+    a = da.ones((4, 12 * 257), dtype=bfloat16, chunks=(4, 257))
+    got = bfd.matmul(a, a.T).compute()
+    np.testing.assert_array_equal(got.view(np.uint16), np.full((4, 4), round_once(np.float64(3084))))
+
+
+def test_argument_errors():
+    x = da.ones((3, 4), dtype=bfloat16, chunks=2)
+    with pytest.raises(TypeError, match="bfloat16"):
+        bfd.sum(da.ones(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="do not align"):
+        bfd.matmul(x, x)
+    with pytest.raises(ValueError, match="2-D"):
+        bfd.matmul(da.ones(3, dtype=bfloat16), x)
+    with pytest.raises(TypeError, match="out_dtype"):
+        bfd.sum(x, out_dtype=np.float64)
+    with pytest.raises(np.exceptions.AxisError):
+        bfd.mean(x, axis=2)
+    assert np.isnan(float(bfd.mean(da.ones((0, 3), dtype=bfloat16, chunks=2)).compute()))

@@ -1,0 +1,329 @@
+"""DLPack both ways: our export read back by hand-built readers and torch, and import of
+hand-built capsules (strides, byte offsets, read-only, devices, dtypes, deleters) and torch."""
+import ctypes
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16, interop
+
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def keep_dtype_name():
+    """jax imports ml_dtypes, which takes the name "bfloat16"; restore it for later modules."""
+    before = np.sctypeDict.get("bfloat16")
+    yield
+    np.sctypeDict["bfloat16"] = before
+
+
+# ---- the DLPack ABI, written out from the dlpack.h specification -------------------------
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                            ("deleter", DELETER)]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+PyCapsule_New.restype = ctypes.py_object
+PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+PyCapsule_GetPointer.restype = ctypes.c_void_p
+PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+PyCapsule_GetName = ctypes.pythonapi.PyCapsule_GetName
+PyCapsule_GetName.restype = ctypes.c_char_p
+PyCapsule_GetName.argtypes = [ctypes.py_object]
+
+
+class Producer:
+    """A hand-built DLPack tensor over `buf` (a numpy array that owns the memory)."""
+
+    def __init__(self, buf, shape, strides=None, byte_offset=0, code=4, bits=16, lanes=1,
+                 device=(1, 0), versioned=True, read_only=False, version=(1, 0)):
+        self.buf = buf
+        self.deleted = 0
+        nd = len(shape)
+        self.shape = (ctypes.c_int64 * max(nd, 1))(*shape)
+        self.strides = None if strides is None else (ctypes.c_int64 * max(nd, 1))(*strides)
+        self.deleter = DELETER(self._delete)
+        t = DLTensor(ctypes.c_void_p(buf.ctypes.data), DLDevice(*device), nd,
+                     DLDataType(code, bits, lanes), self.shape, self.strides, byte_offset)
+        if versioned:
+            self.managed = DLManagedTensorVersioned(DLPackVersion(*version), None, self.deleter,
+                                                    1 if read_only else 0, t)
+            self.name = b"dltensor_versioned"
+        else:
+            self.managed = DLManagedTensor(t, None, self.deleter)
+            self.name = b"dltensor"
+
+    def _delete(self, ptr):
+        # called from C: count only calls that pass our own struct
+        self.deleted += 1 if ptr == ctypes.addressof(self.managed) else 1000
+
+    def capsule(self):
+        # no capsule destructor: an unconsumed capsule is the test's to clean up
+        return PyCapsule_New(ctypes.addressof(self.managed), self.name, None)
+
+
+def read_back(capsule):
+    """An independent reader of our export: walk the DLTensor with ctypes, copy the elements."""
+    name = PyCapsule_GetName(capsule)
+    ptr = PyCapsule_GetPointer(capsule, name)
+    if name == b"dltensor_versioned":
+        m = DLManagedTensorVersioned.from_address(ptr)
+        flags, t = m.flags, m.dl_tensor
+        assert (m.version.major, m.version.minor) == (1, 0)
+    else:
+        assert name == b"dltensor"
+        flags, t = None, DLManagedTensor.from_address(ptr).dl_tensor
+    assert (t.device.device_type, t.device.device_id) == (1, 0)
+    assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (4, 16, 1)
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = [t.strides[i] for i in range(t.ndim)]
+    n = int(np.prod(shape)) if shape else 1
+    out = np.empty(n, np.uint16)
+    for flat in range(n):
+        off, rem = t.byte_offset, flat
+        for ax in range(t.ndim - 1, -1, -1):
+            off += (rem % shape[ax]) * strides[ax] * 2
+            rem //= shape[ax]
+        out[flat] = ctypes.c_uint16.from_address(t.data + off).value
+    return out.reshape(shape), flags, t.data
+
+
+# ---- export ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_export_describes_the_array_zero_copy(versioned):
+    base = np.arange(4 * 6, dtype=np.uint16).reshape(4, 6).view(bfloat16)
+    for x in (base, base[1:, ::2], base.T, base[::-1]):
+        cap = interop.to_dlpack(x).__dlpack__(max_version=(1, 0) if versioned else None)
+        bits, flags, data = read_back(cap)
+        np.testing.assert_array_equal(bits, x.view(np.uint16))
+        assert data == x.ctypes.data
+        if versioned:
+            assert flags == 0
+
+
+def test_export_all_bit_patterns_round_trip():
+    x = ALL_BITS.view(bfloat16)
+    for mv in (None, (1, 0)):
+        y = interop.from_dlpack(interop.to_dlpack(x).__dlpack__(max_version=mv))
+        assert y.ctypes.data == x.ctypes.data and y.dtype == x.dtype
+        np.testing.assert_array_equal(y.view(np.uint16), ALL_BITS)
+
+
+def test_read_only_array_is_flagged_and_refused_unversioned():
+    x = np.ones(3, bfloat16)
+    x.flags.writeable = False
+    _, flags, _ = read_back(interop.to_dlpack(x).__dlpack__(max_version=(1, 1)))
+    assert flags & 1
+    with pytest.raises(BufferError, match="read-only"):
+        interop.to_dlpack(x).__dlpack__()
+    y = interop.from_dlpack(interop.to_dlpack(x))
+    assert not y.flags.writeable
+
+
+def test_export_keeps_the_array_alive_and_unconsumed_capsule_releases_it():
+    x = np.arange(8, dtype=np.uint16).view(bfloat16)
+    ref = weakref.ref(x)
+    cap = interop.to_dlpack(x).__dlpack__(max_version=(1, 0))
+    del x
+    gc.collect()
+    assert ref() is not None
+    del cap          # never consumed: the capsule's destructor calls the deleter
+    gc.collect()
+    assert ref() is None
+
+    x = np.arange(8, dtype=np.uint16).view(bfloat16)
+    ref = weakref.ref(x)
+    y = interop.from_dlpack(interop.to_dlpack(x))
+    del x
+    gc.collect()
+    assert ref() is not None and y.view(np.uint16).tolist() == list(range(8))
+    del y
+    gc.collect()
+    assert ref() is None
+
+
+def test_export_checks_arguments():
+    d = interop.to_dlpack(np.ones(2, bfloat16))
+    assert d.__dlpack_device__() == (1, 0)
+    with pytest.raises(BufferError, match="stream"):
+        d.__dlpack__(stream=1)
+    with pytest.raises(BufferError, match="CPU"):
+        d.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(TypeError, match="float32"):
+        interop.to_dlpack(np.ones(2, np.float32))
+    odd = np.lib.stride_tricks.as_strided(np.zeros(8, np.uint16).view(bfloat16), (3,), (3,))
+    with pytest.raises(BufferError, match="stride"):
+        interop.to_dlpack(odd).__dlpack__()
+    copied = d.__dlpack__(copy=True)
+    assert read_back(copied)[2] != d._array.ctypes.data
+
+
+# ---- import of hand-built capsules -------------------------------------------------------
+
+def test_import_strides_offset_and_deleter():
+    buf = np.arange(32, dtype=np.uint16)
+    p = Producer(buf, shape=(3, 4), strides=(8, 2), byte_offset=4)  # from element 2, rows 8 apart
+    y = interop.from_dlpack(p.capsule())
+    want = buf[2:].reshape(-1)[: 3 * 8].reshape(3, 8)[:, ::2]
+    np.testing.assert_array_equal(y.view(np.uint16), want)
+    assert y.dtype == np.dtype(bfloat16) and y.flags.writeable
+    assert y.ctypes.data == buf.ctypes.data + 4
+    y[0, 0] = 7.0
+    assert buf[2] == 0x40E0
+    assert p.deleted == 0
+    del y
+    gc.collect()
+    assert p.deleted == 1
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_import_contiguous_without_strides(versioned):
+    buf = np.arange(6, dtype=np.uint16)
+    p = Producer(buf, shape=(2, 3), versioned=versioned)
+    cap = p.capsule()
+    y = interop.from_dlpack(cap)
+    np.testing.assert_array_equal(y.view(np.uint16), buf.reshape(2, 3))
+    assert PyCapsule_GetName(cap) == (b"used_dltensor_versioned" if versioned else b"used_dltensor")
+    with pytest.raises(ValueError, match="already consumed"):
+        interop.from_dlpack(cap)
+    del y
+    gc.collect()
+    assert p.deleted == 1
+
+
+def test_import_read_only_flag_and_scalar():
+    buf = np.array([0x4020], dtype=np.uint16)
+    y = interop.from_dlpack(Producer(buf, shape=(), read_only=True).capsule())
+    assert y.shape == () and not y.flags.writeable and float(y) == 2.5
+
+
+@pytest.mark.parametrize("kwargs, exc, msg", [
+    (dict(device=(2, 0)), BufferError, "CUDA"),
+    (dict(code=2, bits=16), TypeError, "float16"),
+    (dict(code=1, bits=16), TypeError, "uint16"),
+    (dict(lanes=2), TypeError, "2 lanes"),
+    (dict(version=(2, 0)), BufferError, "version 2.0"),
+])
+def test_import_rejects_with_a_clear_error_and_leaves_the_tensor_to_its_owner(kwargs, exc, msg):
+    p = Producer(np.zeros(4, np.uint16), shape=(4,), **kwargs)
+    cap = p.capsule()
+    with pytest.raises(exc, match=msg):
+        interop.from_dlpack(cap)
+    assert PyCapsule_GetName(cap) == p.name   # not consumed
+    assert p.deleted == 0
+
+
+def test_import_device_check_before_export():
+    class OnGPU:
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, **kw):
+            raise AssertionError("must not be called")
+
+    with pytest.raises(BufferError, match="CUDA"):
+        interop.from_dlpack(OnGPU())
+    with pytest.raises(TypeError, match="__dlpack__"):
+        interop.from_dlpack([1, 2])
+
+
+def test_numpy_as_producer_of_a_wrong_dtype():
+    a = np.arange(3, dtype=np.float32)
+
+    class Wrapped:
+        __dlpack__ = a.__dlpack__
+        __dlpack_device__ = a.__dlpack_device__
+
+    with pytest.raises(TypeError, match="float32"):
+        interop.from_dlpack(Wrapped())
+
+
+# ---- torch -------------------------------------------------------------------------------
+
+def test_torch_both_ways_zero_copy():
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    x = ALL_BITS.view(bfloat16)
+    t = interop.to_torch(x)
+    assert t.dtype == torch.bfloat16 and t.data_ptr() == x.ctypes.data
+    np.testing.assert_array_equal(t.view(torch.int16).numpy().view(np.uint16), ALL_BITS)
+    # torch's own value of each pattern (finite ones) equals the exact float32 widening
+    finite = ~np.isnan(t.float().numpy())
+    widened = (ALL_BITS.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(t.float().numpy()[finite], widened[finite])
+
+    tt = torch.arange(20, dtype=torch.float32).reshape(4, 5).to(torch.bfloat16)
+    v = tt[1:, ::2]
+    y = interop.from_torch(v)
+    assert y.dtype == np.dtype(bfloat16) and y.shape == (3, 3)
+    assert y.ctypes.data == v.data_ptr()
+    np.testing.assert_array_equal(y.astype(np.float32), v.float().numpy())
+    y[0, 0] = 99
+    assert float(tt[1, 0]) == 99.0
+    y2 = interop.from_dlpack(tt)        # the generic path reads torch's __dlpack__ too
+    assert y2.ctypes.data == tt.data_ptr()
+
+
+def test_torch_from_dlpack_and_errors():
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    x = np.array([[1.5, -2.0, 3.0]], dtype=bfloat16)
+    t = torch.from_dlpack(interop.to_dlpack(x.T))
+    assert t.stride() == (1, 3) and t.tolist() == [[1.5], [-2.0], [3.0]]
+    with pytest.raises(TypeError, match="torch.float32"):
+        interop.from_torch(torch.ones(2))
+    with pytest.raises(TypeError, match="float32"):
+        interop.from_dlpack(torch.ones(2))
+    g = torch.ones(2, dtype=torch.bfloat16, requires_grad=True)
+    assert interop.from_torch(g).tolist() == [1.0, 1.0]
+    ro = np.ones(2, bfloat16)
+    ro.flags.writeable = False
+    t = interop.to_torch(ro)               # copied: torch tensors are writable
+    assert t.data_ptr() != ro.ctypes.data and t.tolist() == [1.0, 1.0]
+
+
+def test_jax_both_ways():
+    jax = pytest.importorskip("jax", reason="jax not installed (pip install jax)")
+    import jax.numpy as jnp
+    x = np.array([1.5, -2.0, 3.0], dtype=bfloat16)
+    j = interop.to_jax(x)
+    assert j.dtype == jnp.bfloat16 and np.asarray(j.astype(jnp.float32)).tolist() == [1.5, -2.0, 3.0]
+    a = jnp.arange(4, dtype=jnp.bfloat16)
+    y = interop.from_jax(a)
+    assert y.dtype == np.dtype(bfloat16) and y.astype(np.float32).tolist() == [0, 1, 2, 3]
+    assert y.ctypes.data == a.unsafe_buffer_pointer() and not y.flags.writeable
+    z = np.asarray(a, dtype=bfloat16)       # through ml_dtypes' bfloat16 and the bit-copy cast
+    assert z.dtype == np.dtype(bfloat16) and z.astype(np.float32).tolist() == [0, 1, 2, 3]
+    del jax

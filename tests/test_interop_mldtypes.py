@@ -1,0 +1,138 @@
+"""ml_dtypes side by side: bit-copy casts both ways, mixed ufuncs, and what np.dtype("bfloat16")
+means in each import order (fresh interpreters)."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import bfloat16_dtype
+from bfloat16_dtype import bfloat16, interop
+
+from conftest import exact_f32, reference_round
+
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed (pip install ml_dtypes)")
+
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def keep_dtype_name():
+    """Importing ml_dtypes here hands it the name "bfloat16"; give the rest of the suite the
+    name as it found it."""
+    before = np.sctypeDict.get("bfloat16")
+    yield
+    np.sctypeDict["bfloat16"] = before
+
+
+def test_registered_after_import():
+    assert interop.ml_dtypes_registered()
+    assert interop.register_ml_dtypes() is True  # idempotent
+
+
+def test_casts_are_bit_copies_both_ways_all_patterns():
+    ours = ALL_BITS.view(bfloat16)
+    theirs = ours.astype(ml_dtypes.bfloat16)
+    assert theirs.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(theirs.view(np.uint16), ALL_BITS)
+    back = np.asarray(theirs, dtype=bfloat16)
+    assert back.dtype == np.dtype(bfloat16)
+    np.testing.assert_array_equal(back.view(np.uint16), ALL_BITS)
+    # non-contiguous and byte-swapped inputs go through numpy's buffering around the bit copy
+    np.testing.assert_array_equal(ours[::3].astype(ml_dtypes.bfloat16).view(np.uint16), ALL_BITS[::3])
+    swapped = ours.astype(ours.dtype.newbyteorder(">"))
+    np.testing.assert_array_equal(swapped.astype(ml_dtypes.bfloat16).view(np.uint16), ALL_BITS)
+
+
+def test_casts_are_safe_and_the_types_stay_distinct():
+    ours, theirs = np.dtype(bfloat16), np.dtype(ml_dtypes.bfloat16)
+    assert ours != theirs
+    assert np.can_cast(ours, theirs, "safe") and np.can_cast(theirs, ours, "safe")
+    assert not np.can_cast(ours, theirs, "equiv")
+    x = np.ones(3, bfloat16)
+    assert x.astype(ml_dtypes.bfloat16, casting="safe").dtype == theirs
+
+
+def _finite_pair(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(4096).astype(np.float32) * 100
+    b = rng.standard_normal(4096).astype(np.float32)
+    return reference_round(a), reference_round(b)
+
+
+@pytest.mark.parametrize("op", [np.add, np.subtract, np.multiply, np.divide, np.maximum])
+def test_mixed_ufuncs_run_in_ours_in_both_orders(op):
+    abits, bbits = _finite_pair(1)
+    x = abits.view(bfloat16)
+    y = bbits.view(bfloat16).astype(ml_dtypes.bfloat16)
+    for r, (p, q) in ((op(x, y), (abits, bbits)), (op(y, x), (bbits, abits))):
+        assert r.dtype.type is bfloat16
+        np.testing.assert_array_equal(r.view(np.uint16), reference_round(op(exact_f32(p), exact_f32(q))))
+
+
+def test_mixed_comparison_and_matmul():
+    abits, bbits = _finite_pair(2)
+    x = abits.view(bfloat16)
+    y = bbits.view(bfloat16).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(np.less(x, y), exact_f32(abits) < exact_f32(bbits))
+    np.testing.assert_array_equal(np.less(y, x), exact_f32(bbits) < exact_f32(abits))
+    m = (x[:64 * 64].reshape(64, 64) @ y[:64 * 64].reshape(64, 64))
+    assert m.dtype.type is bfloat16
+    ref = exact_f32(abits[:4096]).reshape(64, 64).astype(np.float64) @ \
+        exact_f32(bbits[:4096]).reshape(64, 64).astype(np.float64)
+    np.testing.assert_allclose(m.astype(np.float64), ref, rtol=2**-7, atol=1e-2 * np.abs(ref).max())
+
+
+def test_helpers_accept_ml_dtypes_arrays_and_name_the_type_in_errors():
+    y = np.arange(4, dtype=np.float32).astype(ml_dtypes.bfloat16)
+    d = interop.to_dlpack(y)
+    back = interop.from_dlpack(d)
+    assert back.dtype == np.dtype(bfloat16)
+    np.testing.assert_array_equal(back.view(np.uint16), y.view(np.uint16))
+    with pytest.raises(TypeError, match=r"float16 \(type numpy.float16\)|numpy.float16"):
+        interop.to_dlpack(np.zeros(2, np.float16))
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, numpy as np
+    {imports}
+    import ml_dtypes, bfloat16_dtype
+    from bfloat16_dtype import bfloat16, interop
+    assert interop.ml_dtypes_registered()
+    assert interop._hook not in sys.meta_path
+    assert np.dtype("bfloat16") == np.dtype(ml_dtypes.bfloat16), np.dtype("bfloat16").type
+    x = np.array([1.5, -2.0], dtype=bfloat16)
+    y = x.astype(ml_dtypes.bfloat16)
+    assert (x + y).dtype.type is bfloat16 and (y + x).dtype.type is bfloat16
+    assert np.asarray(y, dtype=bfloat16).view(np.uint16).tolist() == [0x3FC0, 0xC000]
+    print(np.result_type(x, y).type.__module__)
+""")
+
+
+def _run(code):
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+@pytest.mark.parametrize("first, result_type_owner", [
+    ("import bfloat16_dtype", "bfloat16_dtype"),   # ours first: the import hook registers
+    ("import ml_dtypes", "ml_dtypes"),              # ml_dtypes first: registered at our import
+])
+def test_import_orders(first, result_type_owner):
+    # np.result_type of the two follows NumPy's legacy rule: the dtype registered first.
+    assert _run(SCRIPT.format(imports=first)) == result_type_owner
+
+
+def test_name_is_ours_without_ml_dtypes():
+    code = textwrap.dedent("""
+        import sys, numpy as np
+        sys.modules["ml_dtypes"] = None          # as if not installed
+        import bfloat16_dtype
+        from bfloat16_dtype import interop
+        assert np.dtype("bfloat16") == bfloat16_dtype.dtype
+        assert interop.register_ml_dtypes() is False and not interop.ml_dtypes_registered()
+        print("ok")
+    """)
+    assert _run(code) == "ok"

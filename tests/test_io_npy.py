@@ -1,0 +1,59 @@
+"""save/load: .npy files that bring bfloat16 back, and stay plain uint16 .npy files for np.load."""
+import io as pyio
+
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16, io
+
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+
+
+def test_round_trip_all_bit_patterns(tmp_path):
+    x = ALL_BITS.view(bfloat16).reshape(256, 256)
+    p = tmp_path / "x.npy"
+    io.save(p, x)
+    y = io.load(p)
+    assert y.dtype == np.dtype(bfloat16) and y.shape == x.shape
+    np.testing.assert_array_equal(y.view(np.uint16), ALL_BITS.reshape(256, 256))
+    # plain np.load sees an ordinary little-endian uint16 file: the documented .view route
+    plain = np.load(p)
+    assert plain.dtype == np.dtype("<u2")
+    np.testing.assert_array_equal(plain.view(bfloat16).view(np.uint16), ALL_BITS.reshape(256, 256))
+    m = io.load(p, mmap_mode="r")
+    assert m.dtype == np.dtype(bfloat16) and not m.flags.writeable
+    np.testing.assert_array_equal(m.view(np.uint16), ALL_BITS.reshape(256, 256))
+
+
+def test_non_contiguous_big_endian_scalar_and_file_objects():
+    x = ALL_BITS.view(bfloat16).reshape(256, 256).T[::3, 1::2]
+    for arr in (x, np.array(1.5, bfloat16), np.zeros((0, 3), bfloat16),
+                x.astype(x.dtype.newbyteorder(">"))):
+        f = pyio.BytesIO()
+        io.save(f, arr)
+        f.seek(0)
+        y = io.load(f)
+        assert y.dtype == np.dtype(bfloat16) and y.shape == arr.shape
+        np.testing.assert_array_equal(y.astype(np.float32), arr.astype(np.float32))
+
+
+def test_other_arrays_pass_through_and_unmarked_files_load_as_numpy(tmp_path):
+    p = tmp_path / "f.npy"
+    io.save(p, np.arange(3.0))
+    assert io.load(p).dtype == np.float64
+    np.save(p, np.arange(3, dtype=np.uint16))
+    assert io.load(p).dtype == np.uint16            # no marker: not reinterpreted
+    with pytest.raises(ValueError):
+        io.save(p, np.array([object()]))            # np.save without pickles refuses objects
+
+
+def test_ml_dtypes_arrays_are_saved_as_bfloat16(tmp_path):
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
+    before = np.sctypeDict.get("bfloat16")
+    try:
+        y = np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)
+        io.save(tmp_path / "m.npy", y)
+        z = io.load(tmp_path / "m.npy")
+        assert z.dtype == np.dtype(bfloat16) and z.view(np.uint16).tolist() == [0x3FC0, 0xC000]
+    finally:
+        np.sctypeDict["bfloat16"] = before

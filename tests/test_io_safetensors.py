@@ -1,0 +1,205 @@
+"""safetensors without torch: round trips, strict header checks (hand-made and fuzzed), and
+files exchanged with the real safetensors library and torch."""
+import json
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bfloat16_dtype import bfloat16, io
+
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+
+
+def make_file(header: dict, data: bytes, pad_to=8) -> bytes:
+    text = json.dumps(header).encode()
+    text += b" " * (-(8 + len(text)) % pad_to)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def write(tmp_path, blob: bytes, name="f.safetensors"):
+    p = tmp_path / name
+    p.write_bytes(blob)
+    return p
+
+
+def test_round_trip_all_bit_patterns_and_other_dtypes(tmp_path):
+    tensors = {
+        "bf16": ALL_BITS.view(bfloat16).reshape(256, 256),
+        "f32": np.linspace(-1, 1, 7, dtype=np.float32),
+        "i64": np.arange(-3, 3, dtype=np.int64).reshape(2, 3),
+        "bool": np.array([True, False]),
+        "f16": np.array([1.5, -0.0], np.float16),
+        "empty": np.zeros((0, 4), bfloat16),
+        "scalar": np.array(2.5, dtype=bfloat16),
+        "strided": ALL_BITS.view(bfloat16)[::7][:100],
+        "big_endian": np.arange(4, dtype=">i4"),
+        "bf16_big_endian": ALL_BITS[:50].view(bfloat16).astype(np.dtype(bfloat16).newbyteorder(">")),
+    }
+    p = tmp_path / "t.safetensors"
+    io.save_safetensors(tensors, p, metadata={"format": "np"})
+    out, meta = io.load_safetensors(p, with_metadata=True)
+    assert meta == {"format": "np"}
+    assert set(out) == set(tensors)
+    for k, v in tensors.items():
+        assert out[k].shape == v.shape, k
+        if v.dtype.type is bfloat16:
+            assert out[k].dtype == np.dtype(bfloat16)
+            np.testing.assert_array_equal(out[k].view(np.uint16), v.astype(bfloat16).view(np.uint16))
+        else:
+            assert out[k].dtype == v.dtype.newbyteorder("<")
+            np.testing.assert_array_equal(out[k], v)
+    mm = io.load_safetensors(p, mmap=True)
+    np.testing.assert_array_equal(mm["bf16"].view(np.uint16), tensors["bf16"].view(np.uint16))
+    assert not mm["bf16"].flags.writeable
+
+
+def test_layout_is_the_documented_format(tmp_path):
+    """Read our file with an independent parser written from the format description."""
+    p = tmp_path / "t.safetensors"
+    io.save_safetensors({"a": np.array([1.0, -2.0], bfloat16)}, p)
+    blob = p.read_bytes()
+    n = struct.unpack("<Q", blob[:8])[0]
+    assert (8 + n) % 8 == 0
+    header = json.loads(blob[8:8 + n])
+    assert header == {"a": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}
+    assert blob[8 + n:] == struct.pack("<HH", 0x3F80, 0xC000)
+
+
+GOOD = {"a": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]},
+        "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}}
+
+
+@pytest.mark.parametrize("blob, msg", [
+    (b"", "too short"),
+    (b"\x05\x00\x00", "too short"),
+    (struct.pack("<Q", 10**9), "exceeds the limit"),
+    (struct.pack("<Q", 50) + b"{}", "runs past the end"),
+    (struct.pack("<Q", 2) + b"[]", r"start with '\{'"),
+    (struct.pack("<Q", 4) + b"{\xff\xfe}", "not UTF-8"),
+    (struct.pack("<Q", 5) + b"{'a'}", "not valid JSON"),
+    (struct.pack("<Q", 13) + b'{"a":1,"a":1}', "duplicate key"),
+    (make_file(GOOD, b"\0" * 11), r"cover 12 bytes .* holds 11 \(truncated"),
+    (make_file(GOOD, b"\0" * 13), "cover 12 bytes but the data section holds 13"),
+    (make_file({"a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 4]}}, b"\0" * 4), "needs 6"),
+    (make_file({"a": {"dtype": "XX", "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2), "unknown"),
+    (make_file({"a": {"dtype": "BF16", "shape": [-1], "data_offsets": [0, 2]}}, b"\0" * 2), "non-negative"),
+    (make_file({"a": {"dtype": "BF16", "shape": [1.0], "data_offsets": [0, 2]}}, b"\0" * 2), "non-negative"),
+    (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 0]}}, b"\0" * 2), "end before"),
+    (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [0]}}, b"\0" * 2), "two non-negative"),
+    (make_file({"a": {"dtype": "BF16", "shape": [1]}}, b"\0" * 2), "exactly dtype"),
+    (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]},
+                "b": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2), "overlaps"),
+    (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 4]}}, b"\0" * 4), "gap at byte 0"),
+    (make_file({"a": {"dtype": "BF16", "shape": [2**62, 2**62], "data_offsets": [0, 2]}}, b"\0" * 2), "needs"),
+    (make_file({"__metadata__": {"k": 1}}, b""), "__metadata__"),
+])
+def test_bad_files_raise_clear_errors(tmp_path, blob, msg):
+    p = write(tmp_path, blob)
+    with pytest.raises(ValueError, match=msg) as info:
+        io.load_safetensors(p)
+    assert "not a valid safetensors file" in str(info.value)
+
+
+def test_save_rejects_bad_input(tmp_path):
+    with pytest.raises(TypeError, match="numpy array"):
+        io.save_safetensors({"a": [1, 2]}, tmp_path / "x")
+    with pytest.raises(TypeError, match="no code"):
+        io.save_safetensors({"a": np.array(["x"])}, tmp_path / "x")
+    with pytest.raises(ValueError, match="__metadata__"):
+        io.save_safetensors({"__metadata__": np.ones(1, bfloat16)}, tmp_path / "x")
+    with pytest.raises(TypeError, match="str to str"):
+        io.save_safetensors({}, tmp_path / "x", metadata={"a": 1})
+
+
+# ---- fuzzing ------------------------------------------------------------------------------
+
+def _load_bytes(tmp_path, blob):
+    p = write(tmp_path, blob, "fuzz.safetensors")
+    try:
+        return io.load_safetensors(p)
+    except ValueError as exc:
+        assert "not a valid safetensors file" in str(exc)
+        return None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=200))
+def test_fuzz_random_bytes_never_crash(tmp_path, blob):
+    out = _load_bytes(tmp_path, blob)
+    if out is not None:   # accepted: the arrays tile the data section exactly
+        n = struct.unpack("<Q", blob[:8])[0]
+        assert sum(a.nbytes for a in out.values()) == len(blob) - 8 - n
+
+
+entry = st.fixed_dictionaries({
+    "dtype": st.sampled_from(["BF16", "F32", "U8", "I16", "F64", "BOOL"]),
+    "shape": st.lists(st.integers(0, 4), max_size=3),
+    "data_offsets": st.lists(st.integers(0, 80), min_size=2, max_size=2),
+})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.text("abc", min_size=1, max_size=3), entry, max_size=4),
+       st.integers(0, 80))
+def test_fuzz_headers_agree_with_an_independent_validator(tmp_path, header, data_len):
+    """Random (mostly inconsistent) headers: accepted exactly when the tensors tile the data
+    section; when the real safetensors library is installed it must agree."""
+    blob = make_file(header, bytes(range(256))[:data_len] if data_len <= 256 else b"")
+    out = _load_bytes(tmp_path, blob)
+    sizes = {"BF16": 2, "F32": 4, "U8": 1, "I16": 2, "F64": 8, "BOOL": 1}
+    spans = sorted((e["data_offsets"][0], e["data_offsets"][1],
+                    sizes[e["dtype"]] * int(np.prod(e["shape"], dtype=np.int64)))
+                   for e in header.values())
+    pos, ok = 0, True
+    for b, e, need in spans:
+        ok &= b == pos and e - b == need
+        pos = e
+    ok &= pos == data_len
+    assert (out is not None) == ok
+    if out is not None:
+        for name, e in header.items():
+            b, end = e["data_offsets"]
+            assert out[name].tobytes() == blob[len(blob) - data_len + b:len(blob) - data_len + end]
+    try:
+        import safetensors
+    except ImportError:
+        return
+    try:
+        safetensors.deserialize(blob)
+        theirs = True
+    except Exception:
+        theirs = False
+    assert theirs == ok
+
+
+# ---- the real library ---------------------------------------------------------------------
+
+def test_reads_a_checkpoint_written_by_torch(tmp_path):
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    st_torch = pytest.importorskip("safetensors.torch", reason="safetensors not installed")
+    g = torch.Generator().manual_seed(0)
+    tensors = {"layer.weight": torch.randn(8, 16, generator=g).to(torch.bfloat16),
+               "layer.bias": torch.randn(16, generator=g),
+               "all": torch.from_numpy(ALL_BITS.view(np.int16).copy()).view(torch.bfloat16),
+               "steps": torch.tensor([3], dtype=torch.int64)}
+    p = tmp_path / "ckpt.safetensors"
+    st_torch.save_file(tensors, str(p), metadata={"format": "pt"})
+    out, meta = io.load_safetensors(p, with_metadata=True)
+    assert meta == {"format": "pt"}
+    assert out["layer.weight"].dtype == np.dtype(bfloat16)
+    for k, t in tensors.items():
+        if t.dtype == torch.bfloat16:
+            np.testing.assert_array_equal(out[k].view(np.uint16), t.view(torch.int16).numpy().view(np.uint16))
+        else:
+            np.testing.assert_array_equal(out[k], t.numpy())
+
+    # and our file read by torch's loader
+    q = tmp_path / "ours.safetensors"
+    io.save_safetensors(out, q)
+    back = st_torch.load_file(str(q))
+    for k, t in tensors.items():
+        assert back[k].dtype == t.dtype and torch.equal(back[k].view(torch.int16) if t.dtype == torch.bfloat16 else back[k],
+                                                        t.view(torch.int16) if t.dtype == torch.bfloat16 else t)

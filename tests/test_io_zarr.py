@@ -1,0 +1,77 @@
+"""The zarr v3 data type for bfloat16: store, reopen, fill values, codecs, raw chunk bytes."""
+import json
+
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16, io
+
+zarr = pytest.importorskip("zarr", reason="zarr not installed (pip install 'zarr>=3.1')")
+
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+
+
+@pytest.fixture(scope="module")
+def zdtype():
+    return io.register_zarr_dtype()
+
+
+def test_store_and_reopen_all_bit_patterns(tmp_path, zdtype):
+    x = ALL_BITS.view(bfloat16).reshape(256, 256)
+    z = zarr.create_array(str(tmp_path / "a.zarr"), shape=x.shape, chunks=(64, 100), dtype=bfloat16)
+    z[:] = x
+    meta = json.loads((tmp_path / "a.zarr" / "zarr.json").read_text())
+    assert meta["data_type"] == "bfloat16" and meta["zarr_format"] == 3
+    r = zarr.open_array(str(tmp_path / "a.zarr"))
+    assert r.dtype == np.dtype(bfloat16)
+    np.testing.assert_array_equal(r[:].view(np.uint16), ALL_BITS.reshape(256, 256))
+    np.testing.assert_array_equal(r[10:70, 90:110].view(np.uint16), ALL_BITS.reshape(256, 256)[10:70, 90:110])
+
+
+def test_raw_chunk_is_little_endian_bits(tmp_path, zdtype):
+    x = np.array([1.0, -2.0, 0.5, 3.0], dtype=bfloat16)
+    z = zarr.create_array(str(tmp_path / "r.zarr"), shape=(4,), chunks=(4,), dtype=bfloat16,
+                          compressors=None)
+    z[:] = x
+    raw = (tmp_path / "r.zarr" / "c" / "0").read_bytes()
+    assert raw == np.array([0x3F80, 0xC000, 0x3F00, 0x4040], "<u2").tobytes()
+
+
+def test_big_endian_codec(tmp_path, zdtype):
+    from zarr.codecs import BytesCodec
+    x = ALL_BITS[:1000].view(bfloat16)
+    z = zarr.create_array(str(tmp_path / "b.zarr"), shape=x.shape, chunks=(300,), dtype=bfloat16,
+                          serializer=BytesCodec(endian="big"), compressors=None)
+    z[:] = x
+    raw = (tmp_path / "b.zarr" / "c" / "0").read_bytes()
+    assert raw == ALL_BITS[:300].astype(">u2").tobytes()
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "b.zarr"))[:].view(np.uint16), ALL_BITS[:1000])
+
+
+@pytest.mark.parametrize("fill, json_value, bits", [
+    (0.0, 0.0, 0x0000), (1.5, 1.5, 0x3FC0), (float("nan"), "NaN", 0x7FC0),
+    (float("-inf"), "-Infinity", 0xFF80), (float("inf"), "Infinity", 0x7F80),
+])
+def test_fill_values(tmp_path, zdtype, fill, json_value, bits):
+    z = zarr.create_array(str(tmp_path / "f.zarr"), shape=(5,), chunks=(2,), dtype=bfloat16,
+                          fill_value=fill)
+    meta = json.loads((tmp_path / "f.zarr" / "zarr.json").read_text())
+    assert meta["fill_value"] == json_value
+    r = zarr.open_array(str(tmp_path / "f.zarr"))[:]       # nothing written: all fill
+    assert r.dtype == np.dtype(bfloat16) and r.view(np.uint16).tolist() == [bits] * 5
+    del z
+
+
+def test_nan_payload_fill_value_json(zdtype):
+    d = zdtype()
+    nan = np.array(0x7FC1, np.uint16).view(bfloat16)[()]
+    assert d.to_json_scalar(nan, zarr_format=3) == "0x7fc1"
+    back = d.from_json_scalar("0x7fc1", zarr_format=3)
+    assert np.array(back, bfloat16).view(np.uint16) == 0x7FC1
+    with pytest.raises(TypeError, match="fill value"):
+        d.from_json_scalar("banana", zarr_format=3)
+
+
+def test_zarr_v2_is_refused(tmp_path, zdtype):
+    with pytest.raises(ValueError, match="zarr_format=3"):
+        zarr.create_array(str(tmp_path / "v2.zarr"), shape=(2,), dtype=bfloat16, zarr_format=2)
