@@ -143,6 +143,9 @@ class OursContender(NumpyContender):
                 text += f", matmul kernel threads: {get_threads()}"
             except Exception as exc:  # noqa: BLE001
                 text += f", matmul kernel threads: error: {exc}"
+        ext = getattr(self.module, "_ext", None)
+        if ext is not None and hasattr(ext, "_gemm_kernel"):
+            text += f", GEMM/GEMV kernel: {ext._gemm_kernel}"
         return text
 
     def disable(self, op: str, reason: str) -> None:

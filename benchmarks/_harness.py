@@ -247,6 +247,7 @@ class Context:
     settings: Settings
     contenders: list[Any]
     copy_gbs: float = float("nan")
+    isa: bool = False  # --isa: also time the matmul kernels of every supported ISA tier
     _cache: dict[Any, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def contender(self, key: str) -> Any:
@@ -586,6 +587,15 @@ def render_machine(info: dict[str, Any]) -> str:
         lines.append(
             f"- CPU used by other processes during the run: {info['other_processes_cores']:.2f} cores "
             "on average"
+        )
+    removed = info.get("blas_env_removed") or {}
+    if removed:
+        shown = ", ".join(f"{k}={v}" for k, v in removed.items())
+        lines.append(
+            f"- float32 BLAS: {shown} were set in the environment (they force OpenBLAS's AVX2 kernel) "
+            "and were removed for this run, so float32 runs on OpenBLAS's best kernel for this CPU "
+            "(the thread-pool line above shows the kernel threadpoolctl reports); the table *float32 "
+            "BLAS with and without the forced core type* shows both"
         )
     for key, desc in info["contenders"].items():
         lines.append(f"- Contender `{key}`: {desc}")

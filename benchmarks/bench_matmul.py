@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from typing import Any, Callable, ContextManager
 
 import numpy as np
 
-from _harness import OURS, Cell, Column, Context, Row, Section, Skip, format_bytes, measure, run_cell
+from _harness import OURS, Cell, Column, Context, Row, Section, Skip, Timing, format_bytes, measure, run_cell
 
 HERE = Path(__file__).resolve().parent
 
@@ -599,8 +600,202 @@ def build_matmul_memory(ctx: Context) -> Section:
     return section
 
 
+# --------------------------------------------------------------------------------------------
+# Kernels measured in child processes: the float32 BLAS under the environment's
+# OPENBLAS_CORETYPE, and our kernel under each ISA tier (both are fixed when the library loads)
+# --------------------------------------------------------------------------------------------
+
+TIERS = ("baseline", "avx2", "avx512", "avx512bf16")
+
+
+def _kernel_cases(quick: bool) -> list[tuple]:
+    """(kind, sizes..., threads): the GEMM/GEMV figures the child processes time."""
+    if quick:
+        return [("gemm", 128, 1), ("gemm", 128, 2), ("gemv", 1024, 1024, 1), ("wv", 1024, 1024, 16, 1)]
+    cases: list[tuple] = [("gemm", n, t) for n in FULL_THREADED for t in THREAD_COUNTS]
+    return cases + [("gemv", 8192, 8192, 1), ("gemv", 8192, 8192, 2), ("wv", 8192, 8192, 16, 2)]
+
+
+def _case_label(case: tuple) -> tuple[str, str, float, str]:
+    """operation, size, work (flops or weight bytes at 2 bytes/element), rate unit"""
+    kind, *dims, t = case
+    th = f"{t} thread{'s' if t > 1 else ''}"
+    if kind == "gemm":
+        n = dims[0]
+        return f"a @ b, {th}", f"n={n}", 2.0 * n**3, "GFLOP/s"
+    if kind == "gemv":
+        m, k = dims
+        return f"W @ x, {th}", f"{m}×{k}", 2.0 * m * k, "GFLOP/s"
+    m, k, cols = dims
+    return f"W @ V ({cols} columns), {th}", f"{m}×{k}", 2.0 * m * k * cols, "GFLOP/s"
+
+
+def _child_timings(what: str, cases: list[tuple], quick: bool) -> dict[str, Any]:
+    """Run in a child: time ``what`` ("ours" or "float32") on each case; JSON-able dict."""
+    from _harness import Settings
+
+    settings = Settings.for_mode(quick)
+    tpc = _threadpoolctl()
+    out: dict[str, Any] = {"times": []}
+    if what == "ours":
+        import bfloat16_dtype as bd
+
+        out["kernel"] = bd._ext._gemm_kernel
+        dtype = np.dtype(bd.bfloat16)
+    else:
+        dtype = np.dtype(np.float32)
+        if tpc is not None:
+            out["kernel"] = "; ".join(f"{p.get('internal_api')} {p.get('architecture')}"
+                                      for p in tpc.threadpool_info() if p.get("user_api") == "blas")
+    for case in cases:
+        kind, *dims, t = case
+        rng = np.random.default_rng(7)
+        if kind == "gemm":
+            a = rng.standard_normal((dims[0], dims[0]), dtype=np.float32).astype(dtype)
+            b = rng.standard_normal((dims[0], dims[0]), dtype=np.float32).astype(dtype)
+        elif kind == "gemv":
+            a = rng.standard_normal((dims[0], dims[1]), dtype=np.float32).astype(dtype)
+            b = rng.standard_normal(dims[1], dtype=np.float32).astype(dtype)
+        else:
+            a = rng.standard_normal((dims[0], dims[1]), dtype=np.float32).astype(dtype)
+            b = rng.standard_normal((dims[1], dims[2]), dtype=np.float32).astype(dtype)
+        if what == "ours":
+            limit: ContextManager[Any] = bd.num_threads(t)
+            call = lambda a=a, b=b: bd.matmul(a, b)  # noqa: E731
+        else:
+            limit = tpc.threadpool_limits(limits=t, user_api="blas") if tpc else contextlib.nullcontext()
+            call = lambda a=a, b=b: a @ b  # noqa: E731
+        with limit:
+            timing = measure(call, settings)
+        out["times"].append([timing.seconds, timing.repeats, timing.spread])
+        del a, b
+    return out
+
+
+def _run_child(what: str, env: dict[str, str], quick: bool) -> dict[str, Any]:
+    cases = _kernel_cases(quick)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "bench_matmul.py"), "--kernel-child", what, "quick" if quick else "full"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=HERE,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"child process failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if len(result["times"]) != len(cases):
+        raise RuntimeError("child process returned the wrong number of timings")
+    return result
+
+
+class _ChildColumn:
+    """One column of a child-measured table: runs its child once, at the first row that needs it."""
+
+    available = True
+    status = "ok"
+
+    def __init__(self, key: str, what: str, env: dict[str, str], quick: bool):
+        self.key, self.what, self.env, self.quick = key, what, env, quick
+        self.result: dict[str, Any] | None = None
+        self.failure: str | None = None
+
+    def cell(self, index: int, work: float, unit: str) -> Cell:
+        if self.result is None and self.failure is None:
+            try:
+                self.result = _run_child(self.what, self.env, self.quick)
+            except Exception as exc:  # noqa: BLE001 -- shown as an error cell
+                self.failure = f"{type(exc).__name__}: {exc}"
+        if self.failure is not None:
+            return Cell.error(self.failure)
+        seconds, repeats, spread = self.result["times"][index]
+        return Cell.timing(Timing(seconds, repeats, spread), work / seconds / 1e9, unit)
+
+
+def _kernel_section(ctx: Context, key: str, title: str, note: str,
+                    columns: list[tuple[Column, _ChildColumn]], ratio_keys: list[str]) -> Section:
+    section = Section(
+        key=key, title=title, note=note,
+        columns=[c for c, _ in columns],
+        ratio_columns=[c for c, _ in columns if c.key in ratio_keys],
+        rate_unit="GFLOP/s",
+    )
+    for index, case in enumerate(_kernel_cases(ctx.settings.quick)):
+        operation, size, work, unit = _case_label(case)
+
+        def row(index=index, operation=operation, size=size, work=work, unit=unit) -> Row:
+            cells = {col.key: child.cell(index, work, unit) for col, child in columns}
+            r = Row(operation, size, cells)
+            section.fill_speedups(r)
+            return r
+
+        section.add(f"{operation} {size}", row)
+    return section
+
+
+def blas_forcing_env() -> dict[str, str]:
+    """The OpenBLAS variables run.py removed for this run (they force its AVX2 kernel)."""
+    raw = os.environ.get("BFLOAT16_BENCH_REMOVED_BLAS_ENV")
+    return json.loads(raw) if raw else {}
+
+
+def build_blas_env_comparison(ctx: Context) -> list[Section]:
+    """float32 BLAS on its own best kernel (this process) and under the environment's forced core
+    type (a child with the variables restored): only when run.py removed them."""
+    removed = blas_forcing_env()
+    if not removed:
+        return []
+    plain = {k: v for k, v in os.environ.items() if k != "BFLOAT16_BENCH_REMOVED_BLAS_ENV"}
+    forced = dict(plain, **removed)
+    shown = ", ".join(f"{k}={v}" for k, v in removed.items())
+    columns = [
+        (Column(OURS, "bfloat16_dtype.matmul"), _ChildColumn(OURS, "ours", plain, ctx.settings.quick)),
+        (Column("float32", "float32 BLAS, best kernel"), _ChildColumn("float32", "float32", plain, ctx.settings.quick)),
+        (Column("float32_forced", f"float32 BLAS, {shown}"),
+         _ChildColumn("float32_forced", "float32", forced, ctx.settings.quick)),
+    ]
+    note = (
+        f"The environment set {shown}, which forces OpenBLAS's AVX2 kernel; the rest of this report "
+        "runs with them removed, so float32 uses OpenBLAS's best kernel for this CPU. This table shows "
+        "both: each column is timed in a child process (the core type is fixed when OpenBLAS loads). "
+        "GFLOP/s = 2·m·k·n / time."
+    )
+    return [_kernel_section(ctx, "matmul_blas_env", "float32 BLAS with and without the forced core type",
+                            note, columns, ["float32", "float32_forced"])]
+
+
+def build_matmul_isa(ctx: Context) -> list[Section]:
+    """--isa: our GEMM/GEMV under every tier this CPU supports, side by side (child processes)."""
+    try:
+        import bfloat16_dtype as bd
+
+        info = bd.config()
+    except Exception as exc:  # noqa: BLE001
+        return [Section(key="matmul_isa", title="Matrix multiplication by ISA tier",
+                        note=f"unavailable: {type(exc).__name__}: {exc}", columns=[])]
+    top = TIERS.index(info["detected"])
+    plain = {k: v for k, v in os.environ.items() if k != "BFLOAT16_BENCH_REMOVED_BLAS_ENV"}
+    columns = []
+    for tier in TIERS[: top + 1]:
+        env = dict(plain, BFLOAT16_DTYPE_ISA=tier)
+        key = OURS if tier == info["detected"] else f"tier_{tier}"
+        columns.append((Column(key, f"ours, tier {tier}"), _ChildColumn(key, "ours", env, ctx.settings.quick)))
+    columns.append((Column("float32", "float32 BLAS"), _ChildColumn("float32", "float32", plain, ctx.settings.quick)))
+    lacking = [t for t in TIERS[top + 1:]]
+    note = (
+        "Our kernel under each instruction-set tier this CPU supports, forced with "
+        "`BFLOAT16_DTYPE_ISA` in a child process per column (the tier is fixed at import); the GEMM "
+        "kernel of each tier is named in the README. Speedup compares the highest tier. "
+        + (f"Not measured: {', '.join(lacking)} ({info['reason']}). " if lacking else "")
+        + "GFLOP/s = 2·m·k·n / time."
+    )
+    return [_kernel_section(ctx, "matmul_isa", "Matrix multiplication by ISA tier", note, columns,
+                            [c.key for c, _ in columns if c.key != OURS])]
+
+
 def build_matmul_area(ctx: Context) -> list[Section]:
-    return [build_matmul(ctx), build_matmul_threads(ctx), build_matmul_memory(ctx)]
+    sections = [build_matmul(ctx), build_matmul_threads(ctx), build_matmul_memory(ctx)]
+    sections += build_blas_env_comparison(ctx)
+    if getattr(ctx, "isa", False):
+        sections += build_matmul_isa(ctx)
+    return sections
 
 
 def build_matvec_area(ctx: Context) -> list[Section]:
@@ -613,5 +808,8 @@ AREAS = {"matmul": build_matmul_area, "matvec": build_matvec_area}
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--memory-child"] and len(sys.argv) == 3:
         print(json.dumps(_memory_child(int(sys.argv[2]))))
+    elif sys.argv[1:2] == ["--kernel-child"] and len(sys.argv) == 4:
+        quick = sys.argv[3] == "quick"
+        print(json.dumps(_child_timings(sys.argv[2], _kernel_cases(quick), quick)))
     else:
-        sys.exit("usage: python bench_matmul.py --memory-child N")
+        sys.exit("usage: python bench_matmul.py --memory-child N | --kernel-child ours|float32 quick|full")

@@ -3,6 +3,11 @@
     python benchmarks/run.py                 # full report, a few minutes
     python benchmarks/run.py --quick         # CI-sized, seconds
     python benchmarks/run.py --only matmul,sort --threads 1 --json results.json
+    python benchmarks/run.py --only matmul,matvec --isa   # adds our kernel under each ISA tier
+
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (which force OpenBLAS's AVX2 kernel) are removed for the
+benchmark: run.py starts itself again without them (``--keep-blas-env`` keeps them) and the report
+says so, with float32 timed both ways.
 
 Prints the report on the terminal and writes it as Markdown (``report.md``) plus PNG plots to
 ``benchmarks/results/`` (or ``--out-dir``). Contenders that are not installed, and features of
@@ -102,6 +107,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="where report.md and the plots go (default: benchmarks/results)",
     )
     parser.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    parser.add_argument(
+        "--isa",
+        action="store_true",
+        help="with the matmul area: also time our GEMM/GEMV under every ISA tier this CPU supports",
+    )
+    parser.add_argument(
+        "--keep-blas-env",
+        action="store_true",
+        help="keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (by default they are removed for the run)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
@@ -119,6 +134,24 @@ def apply_thread_limit(threads: int) -> None:
         "BFLOAT16_DTYPE_NUM_THREADS",
     ):
         os.environ[var] = str(threads)
+
+
+BLAS_FORCING_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+REMOVED_MARK = "BFLOAT16_BENCH_REMOVED_BLAS_ENV"
+
+
+def run_without_blas_forcing(argv: list[str]) -> None:
+    """Start this script again without the variables that force OpenBLAS's kernel (OpenBLAS
+    reads them once, when it loads); the removed values travel in REMOVED_MARK for the report."""
+    if REMOVED_MARK in os.environ or "--keep-blas-env" in argv:
+        return
+    removed = {k: os.environ[k] for k in BLAS_FORCING_VARS if k in os.environ}
+    if not removed:
+        return
+    env = {k: v for k, v in os.environ.items() if k not in removed}
+    env[REMOVED_MARK] = json.dumps(removed)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,8 +204,9 @@ def main(argv: list[str] | None = None) -> int:
             ours.disable(op, reason)
     log("measuring copy bandwidth ...")
     bandwidth = h.copy_bandwidth(2**20 if args.quick else 2**24, settings)
-    ctx = h.Context(settings, contenders, copy_gbs=bandwidth)
+    ctx = h.Context(settings, contenders, copy_gbs=bandwidth, isa=args.isa)
     machine = h.machine_info(settings, contenders, bandwidth)
+    machine["blas_env_removed"] = json.loads(os.environ.get(REMOVED_MARK) or "{}")
     machine["crashing_operations"] = crashed
 
     sections: list[h.Section] = []
@@ -293,4 +327,5 @@ def render_report(h, sections, machine, settings, command, elapsed, plots, plot_
 
 
 if __name__ == "__main__":
+    run_without_blas_forcing(sys.argv[1:])
     sys.exit(main())

@@ -179,21 +179,23 @@ BG_TARGET static void pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, in
  *
  * One 64-byte load gives 32 bfloat16 of a row; x << 16 holds the even k, x & 0xffff0000 the odd
  * k, matching V packed with KU = 32 (even k first). Register tile: R rows x C columns of 16-lane
- * accumulators (R*C <= 16, C <= 8), the R raw and R widened rows and one V vector: at most 25 zmm.
+ * accumulators (R*C <= 16, C <= BG_ROWS_MAXC), the R raw and R widened rows and one V vector: at most 25 zmm.
  * k is cut into chunks whose V block stays in L1 while a panel of rows is multiplied with it; the
  * panel's accumulators live in a buffer between chunks, so the blocking does not change the order.
  * ---------------------------------------------------------------------------------------------- */
 
+/* Measured on the Ice Lake Xeon (W @ V, 16 columns, CPU time of one thread): 4-wide tiles beat
+ * 8-wide ones by ~10 %, a 16-row panel matches a 32-row one, an 8 KiB V block is ~20 % slower. */
 #define BG_ROWS_VBYTES (16 * 1024)    /* V block per k chunk */
 #define BG_ROWS_L2VBYTES (128 * 1024) /* no k chunks when all of V is at most this (in L2) */
-#define BG_ROWS_MAXC 8                /* columns per tile */
+#define BG_ROWS_MAXC 4                /* columns per tile: 16 columns run as four 4 x 4 tiles */
 #define BG_ROWS_RC 16                 /* accumulators per tile */
-#define BG_ROWS_PANEL 32              /* rows sharing one V block (accumulators: 32 KiB at n = 16) */
+#define BG_ROWS_PANEL 16              /* rows sharing one V block (accumulators: 16 KiB at n = 16) */
 
 BG_INLINE void rows_tile(const unsigned char *const *rows, int R, const float *v, int64_t vstep, int C,
                          int64_t nb, float *acc, int64_t ldacc, int pf)
 {
-    __m512 s[4][8];
+    __m512 s[4][BG_ROWS_MAXC];
     for (int r = 0; r < R; r++)
         for (int j = 0; j < C; j++) s[r][j] = _mm512_load_ps(acc + r * ldacc + j * 16);
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
@@ -232,17 +234,17 @@ typedef void (*rows_tile_fn)(const unsigned char *const *, const float *, int64_
     {                                                                                               \
         rows_tile(rows, R, v, vstep, C, nb, acc, ldacc, pf);                                        \
     }
-BG_RT(1, 1) BG_RT(1, 2) BG_RT(1, 3) BG_RT(1, 4) BG_RT(1, 5) BG_RT(1, 6) BG_RT(1, 7) BG_RT(1, 8)
-BG_RT(2, 1) BG_RT(2, 2) BG_RT(2, 3) BG_RT(2, 4) BG_RT(2, 5) BG_RT(2, 6) BG_RT(2, 7) BG_RT(2, 8)
-BG_RT(3, 1) BG_RT(3, 2) BG_RT(3, 3) BG_RT(3, 4) BG_RT(3, 5)
+BG_RT(1, 1) BG_RT(1, 2) BG_RT(1, 3) BG_RT(1, 4)
+BG_RT(2, 1) BG_RT(2, 2) BG_RT(2, 3) BG_RT(2, 4)
+BG_RT(3, 1) BG_RT(3, 2) BG_RT(3, 3) BG_RT(3, 4)
 BG_RT(4, 1) BG_RT(4, 2) BG_RT(4, 3) BG_RT(4, 4)
 #undef BG_RT
-/* [R-1][C-1]; NULL where R*C would not fit the registers */
-static const rows_tile_fn rows_tiles[4][8] = {
-    {rows_tile_1x1, rows_tile_1x2, rows_tile_1x3, rows_tile_1x4, rows_tile_1x5, rows_tile_1x6, rows_tile_1x7, rows_tile_1x8},
-    {rows_tile_2x1, rows_tile_2x2, rows_tile_2x3, rows_tile_2x4, rows_tile_2x5, rows_tile_2x6, rows_tile_2x7, rows_tile_2x8},
-    {rows_tile_3x1, rows_tile_3x2, rows_tile_3x3, rows_tile_3x4, rows_tile_3x5, NULL, NULL, NULL},
-    {rows_tile_4x1, rows_tile_4x2, rows_tile_4x3, rows_tile_4x4, NULL, NULL, NULL, NULL},
+/* [R-1][C-1]: R <= 4 rows, C <= BG_ROWS_MAXC = 4 columns */
+static const rows_tile_fn rows_tiles[4][BG_ROWS_MAXC] = {
+    {rows_tile_1x1, rows_tile_1x2, rows_tile_1x3, rows_tile_1x4},
+    {rows_tile_2x1, rows_tile_2x2, rows_tile_2x3, rows_tile_2x4},
+    {rows_tile_3x1, rows_tile_3x2, rows_tile_3x3, rows_tile_3x4},
+    {rows_tile_4x1, rows_tile_4x2, rows_tile_4x3, rows_tile_4x4},
 };
 
 BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
@@ -250,7 +252,7 @@ BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1,
 {
     float accbuf[BG_ROWS_PANEL * 16 * 16] __attribute__((aligned(64)));
     unsigned char tail[4][64] __attribute__((aligned(64)));
-    /* column groups: ceil(n / 8) groups of nearly equal width (<= 8); rows per tile: 16 / width */
+    /* column groups: ceil(n / MAXC) groups of nearly equal width (<= MAXC); rows per tile: RC / width */
     int ng = (int)((n + BG_ROWS_MAXC - 1) / BG_ROWS_MAXC);
     int cw = (int)((n + ng - 1) / ng);
     int R = BG_ROWS_RC / cw > 4 ? 4 : BG_ROWS_RC / cw;
