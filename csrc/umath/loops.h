@@ -140,9 +140,15 @@ template <class Tier, class Op> struct HasUnaryTwin : std::false_type {};
 template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 
 /* The lists: X(Tier, Op) for each functor a tier has a twin of. */
-#define BF16_AVX2_BINARY_TWINS(X, T) X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide)
+#define BF16_AVX2_BINARY_TWINS(X, T)                                                           \
+    X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide) X(T, Maximum) X(T, Minimum) X(T, Fmax)  \
+    X(T, Fmin)
 #define BF16_AVX2_UNARY_TWINS(X, T) X(T, Sqrt) X(T, Square)
-#define BF16_AVX2_COMPARE_TWINS(X, T)
+#define BF16_AVX2_COMPARE_TWINS(X, T)                                                          \
+    X(T, Equal) X(T, NotEqual) X(T, Less) X(T, LessEqual) X(T, Greater) X(T, GreaterEqual)
+#define BF16_AVX512_BINARY_TWINS(X, T) BF16_AVX2_BINARY_TWINS(X, T)
+#define BF16_AVX512_UNARY_TWINS(X, T) BF16_AVX2_UNARY_TWINS(X, T)
+#define BF16_AVX512_COMPARE_TWINS(X, T) BF16_AVX2_COMPARE_TWINS(X, T)
 
 #define BF16_TWIN_TRAIT_(Trait, T, Op) template <> struct Trait<T, Op> : std::true_type {};
 #define BF16_HAS_BINARY_(T, Op) BF16_TWIN_TRAIT_(HasBinaryTwin, T, Op)
@@ -152,18 +158,25 @@ template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 BF16_AVX2_BINARY_TWINS(BF16_HAS_BINARY_, TierAvx2)
 BF16_AVX2_UNARY_TWINS(BF16_HAS_UNARY_, TierAvx2)
 BF16_AVX2_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx2)
+BF16_AVX512_BINARY_TWINS(BF16_HAS_BINARY_, TierAvx512)
+BF16_AVX512_UNARY_TWINS(BF16_HAS_UNARY_, TierAvx512)
+BF16_AVX512_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx512)
 #endif
 
 /* Return the twin of the highest tier in force that has one (falls through when none). */
 #define BF16_TRY_TWINS(Trait, fn, ...)                                                         \
     do {                                                                                       \
+        if constexpr (Trait<TierAvx512, Op>::value) {                                          \
+            if (loop_tier >= BF16_TIER_AVX512) return fn<TierAvx512, Op>(__VA_ARGS__);         \
+        }                                                                                      \
         if constexpr (Trait<TierAvx2, Op>::value) {                                            \
             if (loop_tier >= BF16_TIER_AVX2) return fn<TierAvx2, Op>(__VA_ARGS__);             \
         }                                                                                      \
     } while (0)
 
 template <class Op>
-static constexpr bool has_any_unary_twin = HasUnaryTwin<TierAvx2, Op>::value;
+static constexpr bool has_any_unary_twin =
+        HasUnaryTwin<TierAvx2, Op>::value || HasUnaryTwin<TierAvx512, Op>::value;
 
 /* ---- contiguous dispatch ----------------------------------------------------------------- */
 

@@ -59,6 +59,30 @@ template <> struct V<Multiply> {
     static __m256 f(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
 };
 template <> struct V<Divide> { static __m256 f(__m256 a, __m256 b) { return _mm256_div_ps(a, b); } };
+/* The quiet predicates (_OQ/_Q) raise "invalid" only for signalling NaNs, as the functors'
+ * std::isgreaterequal and a != a do. */
+template <int P, bool NanFromFirst> struct Pick {
+    static __m256 f(__m256 a, __m256 b)
+    {
+        __m256 nan_side = NanFromFirst ? a : b;
+        __m256 k = _mm256_or_ps(_mm256_cmp_ps(a, b, P), _mm256_cmp_ps(nan_side, nan_side, _CMP_UNORD_Q));
+        return _mm256_blendv_ps(b, a, k);
+    }
+};
+template <> struct V<Maximum> : Pick<_CMP_GE_OQ, true> {};
+template <> struct V<Minimum> : Pick<_CMP_LE_OQ, true> {};
+template <> struct V<Fmax> : Pick<_CMP_GE_OQ, false> {};
+template <> struct V<Fmin> : Pick<_CMP_LE_OQ, false> {};
+
+template <int P> struct Cmp {
+    static __m256 f(__m256 a, __m256 b) { return _mm256_cmp_ps(a, b, P); }
+};
+template <> struct V<Equal> : Cmp<_CMP_EQ_OQ> {};
+template <> struct V<NotEqual> : Cmp<_CMP_NEQ_UQ> {};
+template <> struct V<Less> : Cmp<_CMP_LT_OQ> {};
+template <> struct V<LessEqual> : Cmp<_CMP_LE_OQ> {};
+template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
+template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
 template <> struct V<Sqrt> { static __m256 f(__m256 a) { return _mm256_sqrt_ps(a); } };
 template <> struct V<Square> { static __m256 f(__m256 a) { return _mm256_mul_ps(a, a); } };
 
@@ -144,6 +168,19 @@ int twin_unary(const char *a, char *o, npy_intp n)
     }
     int tail = unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);
     return tail | !_mm256_testz_si256(ovf, ovf);
+}
+
+template <class Tier, class Op>
+void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    npy_intp i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i m = _mm256_castps_si256(V<Op>::f(widen8(a + 2 * i), widen8(b + 2 * i)));
+        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        __m128i bytes = _mm_and_si128(_mm_packs_epi16(w, w), _mm_set1_epi8(1));
+        _mm_storel_epi64((__m128i *)(o + i), bytes);
+    }
+    compare_contig<Op>(a + 2 * i, b + 2 * i, o + i, n - i);
 }
 
 #define INSTANTIATE_BINARY_(T, Op)                                                             \

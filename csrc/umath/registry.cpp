@@ -96,11 +96,13 @@ using namespace umath;
 extern "C" int
 init_ufuncs(PyObject *module)
 {
-    loop_tier = bf16_cpu_tier();
-    const char *simd = loop_tier >= BF16_TIER_AVX2 ? "avx2" : "baseline";
-#if !((defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__))
-    simd = "baseline";
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    /* the avx512bf16 tier has no ufunc loops of its own: it runs the avx512 ones */
+    loop_tier = bf16_cpu_tier() > BF16_TIER_AVX512 ? BF16_TIER_AVX512 : bf16_cpu_tier();
+#else
+    loop_tier = BF16_TIER_BASELINE;
 #endif
+    const char *simd = bf16_tier_name(loop_tier);
     if (PyModule_AddStringConstant(module, "_simd", simd) < 0) {
         return -1;
     }

@@ -1,0 +1,304 @@
+/*
+ * umath/loops_avx512.cpp - AVX-512 (F/BW/VL/DQ) twins of the functors in loops.h's
+ * BF16_AVX512_* lists, called only when the tier in force is avx512 or higher.
+ *
+ * 32 bfloat16 are one 64-byte load; the even elements widen with a shift, the odd ones with
+ * a mask, so no shuffle is needed and the two rounded halves recombine in place with one
+ * ternary-logic op. Rounding is bf16_round_bits_rne in 16 lanes; the overflow test runs only
+ * for blocks holding an infinity. Tails use masked loads and stores (the masked-off lanes hold
+ * 1.0, which raises no flag in any of these operations), so small arrays need no scalar loop.
+ * Checked bit for bit against the portable loops for every tier in tests/test_umath_tiers.py.
+ */
+#include "umath/loops.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+/* GCC 12 warns about the deliberately undefined source register inside its own intrinsics */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace umath {
+namespace {
+
+const int BLOCK = 32; /* bfloat16 elements per 64-byte vector */
+
+inline __m512 even_f32(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
+inline __m512 odd_f32(__m512i v)
+{
+    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* float32 -> the rounded bfloat16 in the upper half of each lane (lower half: garbage). */
+inline __m512i round_upper(__m512 f)
+{
+    __m512i u = _mm512_castps_si512(f);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i t = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(t, nan, u, _mm512_set1_epi32(0x00400000)); /* quiet NaN */
+}
+
+/* Even and odd float32 results -> 32 bfloat16 in their original order. */
+inline __m512i combine(__m512 fe, __m512 fo)
+{
+    __m512i lo = _mm512_srli_epi32(round_upper(fe), 16);
+    /* lo | (round_upper(fo) & 0xffff0000) */
+    return _mm512_ternarylogic_epi32(lo, round_upper(fo), _mm512_set1_epi32((int)0xffff0000u),
+                                     0xF8);
+}
+
+/* Lanes holding +-inf (rare: checked before the exact, slower overflow test). */
+inline __mmask32 inf_lanes(__m512i r)
+{
+    return _mm512_cmpeq_epi16_mask(_mm512_and_si512(r, _mm512_set1_epi16(0x7fff)),
+                                   _mm512_set1_epi16(0x7f80));
+}
+
+/* Did a finite float32 of this block round to inf? (fe/fo: even/odd results, `lanes` their
+ * infinite outputs) */
+__attribute__((noinline)) int finite_became_inf(__m512 fe, __m512 fo, __mmask32 lanes)
+{
+    __mmask16 fin_e = _mm512_cmp_ps_mask(_mm512_abs_ps(fe), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
+    __mmask16 fin_o = _mm512_cmp_ps_mask(_mm512_abs_ps(fo), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
+    /* lane 2i of the block is even element i, lane 2i+1 odd element i */
+    __m512i fin = _mm512_or_si512(_mm512_maskz_set1_epi32(fin_e, 0x0000ffff),
+                                  _mm512_maskz_set1_epi32(fin_o, (int)0xffff0000u));
+    return (_mm512_test_epi16_mask(fin, fin) & lanes) != 0;
+}
+
+inline __mmask32 tail_mask(npy_intp left) { return (__mmask32)((1ull << left) - 1); }
+
+/* 32 bfloat16 from p; with a mask, the missing lanes read as 1.0 */
+inline __m512i load_block(const char *p) { return _mm512_loadu_si512(p); }
+inline __m512i load_tail(const char *p, __mmask32 k)
+{
+    return _mm512_mask_loadu_epi16(_mm512_set1_epi16(0x3f80), k, p);
+}
+
+/*
+ * Outputs of at least 4 MiB are written with non-temporal stores once the pointer is 64-byte
+ * aligned: they skip the read-for-ownership of each output line, a third of the traffic of
+ * a + b. Smaller outputs stay in cache for whatever reads them next.
+ */
+inline bool streaming_output(const char *o, npy_intp n)
+{
+    return n >= ((npy_intp)1 << 21) && ((uintptr_t)o & 1) == 0;
+}
+
+/* Elements to handle before o is 64-byte aligned (o is 2-byte aligned). */
+inline npy_intp to_alignment(const char *o) { return (npy_intp)((64 - ((uintptr_t)o & 63)) & 63) / 2; }
+
+/* The vector form of each functor with a twin. */
+template <class Op> struct V;
+template <> struct V<Add> { static __m512 f(__m512 a, __m512 b) { return _mm512_add_ps(a, b); } };
+template <> struct V<Subtract> {
+    static __m512 f(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
+};
+template <> struct V<Multiply> {
+    static __m512 f(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+};
+template <> struct V<Divide> { static __m512 f(__m512 a, __m512 b) { return _mm512_div_ps(a, b); } };
+/* The quiet predicates (_OQ/_Q) raise "invalid" only for signalling NaNs, as the functors'
+ * std::isgreaterequal and a != a do. */
+template <> struct V<Maximum> {
+    static __m512 f(__m512 a, __m512 b)
+    {
+        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+        return _mm512_mask_blend_ps(k, b, a);
+    }
+};
+template <> struct V<Minimum> {
+    static __m512 f(__m512 a, __m512 b)
+    {
+        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+        return _mm512_mask_blend_ps(k, b, a);
+    }
+};
+template <> struct V<Fmax> {
+    static __m512 f(__m512 a, __m512 b)
+    {
+        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+        return _mm512_mask_blend_ps(k, b, a);
+    }
+};
+template <> struct V<Fmin> {
+    static __m512 f(__m512 a, __m512 b)
+    {
+        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+        return _mm512_mask_blend_ps(k, b, a);
+    }
+};
+template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
+template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(a, a); } };
+
+template <int P> struct Cmp {
+    static __mmask16 f(__m512 a, __m512 b) { return _mm512_cmp_ps_mask(a, b, P); }
+};
+template <> struct V<Equal> : Cmp<_CMP_EQ_OQ> {};
+template <> struct V<NotEqual> : Cmp<_CMP_NEQ_UQ> {};
+template <> struct V<Less> : Cmp<_CMP_LT_OQ> {};
+template <> struct V<LessEqual> : Cmp<_CMP_LE_OQ> {};
+template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
+template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
+
+/* One block of a binary op: inputs x, y (32 bfloat16 each) -> 32 rounded results. */
+template <class Op>
+inline __m512i binary_block(__m512i x, __m512i y, int *ovf)
+{
+    __m512 fe = V<Op>::f(even_f32(x), even_f32(y));
+    __m512 fo = V<Op>::f(odd_f32(x), odd_f32(y));
+    __m512i r = combine(fe, fo);
+    __mmask32 inf = inf_lanes(r);
+    if (inf) {
+        *ovf |= finite_became_inf(fe, fo, inf);
+    }
+    return r;
+}
+
+template <class Op>
+inline __m512i unary_block(__m512i x, int *ovf)
+{
+    __m512 fe = V<Op>::f(even_f32(x)), fo = V<Op>::f(odd_f32(x));
+    __m512i r = combine(fe, fo);
+    __mmask32 inf = inf_lanes(r);
+    if (inf) {
+        *ovf |= finite_became_inf(fe, fo, inf);
+    }
+    return r;
+}
+
+/* Run block(i, load) over n elements into o: a masked head up to 64-byte alignment when
+ * streaming, full blocks, and a masked tail. `block(x_index, mask)` returns the results. */
+template <class Block>
+inline void run_blocks(char *o, npy_intp n, Block block)
+{
+    npy_intp i = 0;
+    if (streaming_output(o, n)) {
+        npy_intp head = to_alignment(o);
+        if (head) {
+            __mmask32 k = tail_mask(head);
+            _mm512_mask_storeu_epi16(o, k, block(0, k));
+            i = head;
+        }
+        for (; i + BLOCK <= n; i += BLOCK) {
+            _mm512_stream_si512((__m512i *)(o + 2 * i), block(i, (__mmask32)~0u));
+        }
+        _mm_sfence();
+    }
+    for (; i + BLOCK <= n; i += BLOCK) {
+        _mm512_storeu_si512(o + 2 * i, block(i, (__mmask32)~0u));
+    }
+    if (i < n) {
+        __mmask32 k = tail_mask(n - i);
+        _mm512_mask_storeu_epi16(o + 2 * i, k, block(i, k));
+    }
+}
+
+inline __m512i load_at(const char *p, npy_intp i, __mmask32 k)
+{
+    return k == (__mmask32)~0u ? load_block(p + 2 * i) : load_tail(p + 2 * i, k);
+}
+
+} /* namespace */
+
+template <class Tier, class Op>
+int twin_binary(const char *a, const char *b, char *o, npy_intp n)
+{
+    int ovf = 0;
+    run_blocks(o, n, [&](npy_intp i, __mmask32 k) {
+        return binary_block<Op>(load_at(a, i, k), load_at(b, i, k), &ovf);
+    });
+    return ovf;
+}
+
+template <class Tier, class Op>
+int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
+{
+    int ovf = 0;
+    __m512i s = _mm512_set1_epi16((short)scalar);
+    if (scalar_first) {
+        run_blocks(o, n, [&](npy_intp i, __mmask32 k) {
+            return binary_block<Op>(s, load_at(arr, i, k), &ovf);
+        });
+    }
+    else {
+        run_blocks(o, n, [&](npy_intp i, __mmask32 k) {
+            return binary_block<Op>(load_at(arr, i, k), s, &ovf);
+        });
+    }
+    return ovf;
+}
+
+template <class Tier, class Op>
+int twin_unary(const char *a, char *o, npy_intp n)
+{
+    int ovf = 0;
+    run_blocks(o, n, [&](npy_intp i, __mmask32 k) { return unary_block<Op>(load_at(a, i, k), &ovf); });
+    return ovf;
+}
+
+/* One slice of an outer-axis reduction against its float32 shadow v (natural order: 16
+ * elements widen with vpmovzxwd). */
+template <class Tier, class Op>
+int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
+{
+    int ovf = 0;
+    npy_intp i = 0;
+    const __m512 inf = _mm512_set1_ps(INFINITY);
+    for (; i + 16 <= n; i += 16) {
+        __m256i stored = _mm256_loadu_si256((const __m256i *)(o + 2 * i));
+        __m512 sv = _mm512_loadu_ps(v + i);
+        __m256i sv_rounded = _mm512_cvtepi32_epi16(_mm512_srli_epi32(round_upper(sv), 16));
+        __mmask16 keep = _mm256_cmpeq_epi16_mask(sv_rounded, stored);
+        __m512 cur = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(stored), 16));
+        cur = _mm512_mask_blend_ps(keep, cur, sv);
+        __m512 y = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(b + 2 * i))), 16));
+        __m512 r = V<Op>::f(cur, y);
+        __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(round_upper(r), 16));
+        __mmask16 became_inf = _mm256_cmpeq_epi16_mask(
+                _mm256_and_si256(h, _mm256_set1_epi16(0x7fff)), _mm256_set1_epi16(0x7f80));
+        if (became_inf) {
+            ovf |= (_mm512_cmp_ps_mask(_mm512_abs_ps(r), inf, _CMP_LT_OQ) & became_inf) != 0;
+        }
+        _mm256_storeu_si256((__m256i *)(o + 2 * i), h);
+        _mm512_storeu_ps(v + i, r);
+    }
+    return ovf | shadow_row_contig<Op>(o + 2 * i, b + 2 * i, v + i, n - i);
+}
+
+template <class Tier, class Op>
+void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    npy_intp i = 0;
+    for (; i < n; i += 16) {
+        __mmask16 k = (n - i >= 16) ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m256i x = _mm256_maskz_loadu_epi16(k, a + 2 * i);
+        __m256i y = _mm256_maskz_loadu_epi16(k, b + 2 * i);
+        __m512 fx = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
+        __m512 fy = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(y), 16));
+        __mmask16 r = V<Op>::f(fx, fy) & k;
+        _mm_mask_storeu_epi8(o + i, k, _mm_maskz_set1_epi8(r, 1));
+    }
+}
+
+#define INSTANTIATE_BINARY_(T, Op)                                                             \
+    template int twin_binary<T, Op>(const char *, const char *, char *, npy_intp);             \
+    template int twin_binary_scalar<T, Op>(const char *, bf16_t, bool, char *, npy_intp);      \
+    template int twin_shadow_row<T, Op>(char *, const char *, float *, npy_intp);
+#define INSTANTIATE_UNARY_(T, Op) template int twin_unary<T, Op>(const char *, char *, npy_intp);
+#define INSTANTIATE_COMPARE_(T, Op)                                                            \
+    template void twin_compare<T, Op>(const char *, const char *, npy_bool *, npy_intp);
+BF16_AVX512_BINARY_TWINS(INSTANTIATE_BINARY_, TierAvx512)
+BF16_AVX512_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx512)
+BF16_AVX512_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx512)
+
+} /* namespace umath */
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
