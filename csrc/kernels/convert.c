@@ -169,27 +169,39 @@ KTARGET_AVX2 void bf16k_to_f32_avx2(const char *s, char *d, ptrdiff_t n)
  * neither read nor written), so there is no scalar remainder loop.
  */
 
-/* bf16_round_bits_rne on 16 lanes, narrowed to 16 bits; ORs overflow lanes into *ovf. */
-KTARGET_AVX512 static inline __m256i rne16_avx512(__m512i u, __mmask16 *ovf)
+/*
+ * bf16_round_bits_rne on 16 lanes, result in the low 16 bits of each 32-bit lane. Written with
+ * plain vector arithmetic (sign bits as masks) rather than compare-into-mask instructions,
+ * which all compete for one execution port. Accumulates overflow lanes in the sign bits of
+ * *ovf: finite and at least halfway past the largest finite bfloat16, so rounding to inf.
+ */
+KTARGET_AVX512 static inline __m512i rne16_avx512(__m512i u, __m512i *ovf)
 {
     const __m512i inf = _mm512_set1_epi32(0x7f800000);
     __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-    __mmask16 isnan = _mm512_cmpgt_epu32_mask(a, inf);
-    /* finite and at least halfway past the largest finite bfloat16: rounds to inf */
-    *ovf |= _mm512_mask_cmpgt_epu32_mask(_mm512_cmplt_epu32_mask(a, inf), a,
-                                         _mm512_set1_epi32(0x7f7f7fff));
+    /* sign of (0x7f7f7fff - a): a past the halfway point; sign of (a - inf): a finite */
+    __m512i past_half = _mm512_sub_epi32(_mm512_set1_epi32(0x7f7f7fff), a);
+    __m512i finite = _mm512_sub_epi32(a, inf);
+    *ovf = _mm512_ternarylogic_epi32(*ovf, past_half, finite, 0xf8); /* ovf | (past & fin) */
+    __m512i isnan = _mm512_srai_epi32(_mm512_sub_epi32(inf, a), 31); /* all ones iff NaN */
     __m512i hi = _mm512_srli_epi32(u, 16);
     __m512i bump = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
                                     _mm512_and_si512(hi, _mm512_set1_epi32(1)));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bump), 16);
-    r = _mm512_mask_or_epi32(r, isnan, hi, _mm512_set1_epi32(0x0040));
-    return _mm512_cvtepi32_epi16(r);
+    __m512i quiet = _mm512_or_si512(hi, _mm512_set1_epi32(0x0040));
+    return _mm512_ternarylogic_epi32(isnan, quiet, r, 0xca); /* isnan ? quiet : r */
+}
+
+/* 16 lanes -> 16 bfloat16 (for heads and tails) */
+KTARGET_AVX512 static inline __m256i rne16_narrow_avx512(__m512i u, __m512i *ovf)
+{
+    return _mm512_cvtepi32_epi16(rne16_avx512(u, ovf));
 }
 
 KTARGET_AVX512 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n)
 {
     ptrdiff_t i = 0;
-    __mmask16 ovf = 0;
+    __m512i ovf = _mm512_setzero_si512();
     int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
     if (stream) {
         /* masked head up to a 64-byte aligned destination (at most 31 elements) */
@@ -197,15 +209,17 @@ KTARGET_AVX512 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n)
         for (; i < head; i += 16) {
             ptrdiff_t m = head - i < 16 ? head - i : 16;
             __mmask16 k = (__mmask16)((1u << m) - 1u);
-            __m256i h = rne16_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
+            __m256i h = rne16_narrow_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
             _mm256_mask_storeu_epi16(d + 2 * i, k, h);
         }
         i = head;
     }
+    /* packus interleaves the two inputs per 128-bit block; the permute restores the order */
+    const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
     for (; i + 32 <= n; i += 32) {
-        __m256i a = rne16_avx512(_mm512_loadu_si512(s + 4 * i), &ovf);
-        __m256i b = rne16_avx512(_mm512_loadu_si512(s + 4 * i + 64), &ovf);
-        __m512i p = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+        __m512i a = rne16_avx512(_mm512_loadu_si512(s + 4 * i), &ovf);
+        __m512i b = rne16_avx512(_mm512_loadu_si512(s + 4 * i + 64), &ovf);
+        __m512i p = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(a, b));
         if (stream) _mm512_stream_si512((void *)(d + 2 * i), p);
         else _mm512_storeu_si512(d + 2 * i, p);
     }
@@ -213,10 +227,10 @@ KTARGET_AVX512 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n)
     for (; i < n; i += 16) {
         ptrdiff_t m = n - i < 16 ? n - i : 16;
         __mmask16 k = (__mmask16)((1u << m) - 1u);
-        __m256i h = rne16_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
+        __m256i h = rne16_narrow_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
         _mm256_mask_storeu_epi16(d + 2 * i, k, h);
     }
-    return ovf != 0;
+    return _mm512_movepi32_mask(ovf) != 0;
 }
 
 /* bf16_to_f32 on 16 lanes: zero-extend to 32 bits, shift into the high half */
