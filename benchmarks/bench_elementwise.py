@@ -7,6 +7,7 @@ comparable with the machine's copy bandwidth printed at the top of the report.
 from __future__ import annotations
 
 from _harness import Context, Section, format_count, speed_row
+from bench_reductions import kernel_tier
 
 FULL_SIZES = [2**24]
 QUICK_SIZES = [2**16]
@@ -15,12 +16,14 @@ QUICK_SIZES = [2**16]
 def build_convert(ctx: Context) -> Section:
     section = Section(
         key="convert",
-        title="Conversion to and from float32",
+        title="Conversion to and from float32 (and from float64)",
         note=(
             "Time per call of `np.copyto(dst, src, casting='unsafe')` into a preallocated array "
             "(torch: `dst.copy_(src)`), and GB/s of traffic (bytes read + bytes written). "
+            f"Our conversion kernels ran the `{kernel_tier()}` tier. "
             "The float32 column is a plain float32 → float32 copy, i.e. the machine's copy "
-            f"bandwidth (measured at start-up: {ctx.copy_gbs:.1f} GB/s). "
+            f"bandwidth (measured at start-up: {ctx.copy_gbs:.1f} GB/s); in the float64 row it is "
+            "numpy's float64 → float32 cast. "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),
@@ -40,13 +43,22 @@ def build_convert(ctx: Context) -> Section:
             dst = c.empty_f32(n)
             return lambda: c.cast_into(dst, src)
 
+        def from_f64(c, n=n):
+            src = c.source_f32(ctx.uniform_f32(n).astype("float64"))  # numpy array or tensor
+            dst = c.empty(n)
+            return lambda: c.cast_into(dst, src)
+
         def traffic(c, n=n):
             return n * (4 + c.itemsize())
 
-        for op, setup in (("float32 → dtype", to_dtype), ("dtype → float32", to_f32)):
+        def traffic64(c, n=n):
+            return n * (8 + c.itemsize())
+
+        for op, setup, work in (("float32 → dtype", to_dtype, traffic), ("dtype → float32", to_f32, traffic),
+                                ("float64 → dtype", from_f64, traffic64)):
             section.add(
                 f"{op} {size}",
-                lambda op=op, setup=setup, size=size, traffic=traffic: speed_row(
+                lambda op=op, setup=setup, size=size, traffic=work: speed_row(
                     ctx, section, op, size, setup, work=traffic
                 ),
             )

@@ -1,8 +1,19 @@
-"""Reductions: np.sum over a large array (the accuracy of the same sums is in bench_accuracy)."""
+"""Reductions: np.sum, np.mean and argmax over a large array (the accuracy of the same sums is
+in bench_accuracy)."""
 
 from __future__ import annotations
 
 from _harness import Context, Section, format_count, speed_row
+
+
+def kernel_tier() -> str:
+    """The instruction-set tier of the bulk kernels in this process (BFLOAT16_DTYPE_ISA caps it);
+    'unavailable' when the package does not import (its cells then report the error)."""
+    try:
+        import bfloat16_dtype
+        return bfloat16_dtype.config()["components"]["conversions, reductions, sort"]
+    except Exception:  # noqa: BLE001 - any import failure is reported by the contender itself
+        return "unavailable"
 
 FULL_SIZES = [2**24]
 QUICK_SIZES = [2**16]
@@ -13,8 +24,9 @@ def build_reductions(ctx: Context) -> Section:
         key="reductions",
         title="Reductions",
         note=(
-            "Time per call of `np.sum(a)` and `np.mean(a)` (torch: `torch.sum/mean`) over the whole "
-            "array, and GB/s of input read. "
+            "Time per call of `np.sum(a)`, `np.mean(a)` and `a.argmax()` (torch: `torch.sum/mean`, "
+            "`a.argmax()`) over the whole array, and GB/s of input read. "
+            f"Our kernels ran the `{kernel_tier()}` tier. "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),
@@ -23,10 +35,11 @@ def build_reductions(ctx: Context) -> Section:
     )
     for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
         size = format_count(n)
-        for name in ("sum", "mean"):
+        for name in ("sum", "mean", "argmax"):
 
             def setup(c, n=n, name=name):
-                op = getattr(c, name)
+                # arrays and tensors both have .argmax(); the contenders have no argmax of their own
+                op = (lambda a: a.argmax()) if name == "argmax" else getattr(c, name)
                 a = c.from_f32(ctx.uniform_f32(n))
                 return lambda: op(a)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from _harness import Context, Section, format_count, speed_row
+from bench_reductions import kernel_tier
 
 FULL_SIZES = [2**24]
 QUICK_SIZES = [2**16]
@@ -16,6 +17,7 @@ def build_sort(ctx: Context) -> Section:
             "Time per call of `np.sort(a)` and `np.argsort(a)` (torch: `torch.sort(a)`, which also "
             "returns the indices, and `torch.argsort(a)`) on uniform random values. Calls slower "
             "than a second are timed once after the warm-up. "
+            f"Our kernels ran the `{kernel_tier()}` tier (the sorts themselves have no per-tier code). "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),

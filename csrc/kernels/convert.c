@@ -169,27 +169,39 @@ KTARGET_AVX2 void bf16k_to_f32_avx2(const char *s, char *d, ptrdiff_t n)
  * neither read nor written), so there is no scalar remainder loop.
  */
 
-/* bf16_round_bits_rne on 16 lanes, narrowed to 16 bits; ORs overflow lanes into *ovf. */
-KTARGET_AVX512 static inline __m256i rne16_avx512(__m512i u, __mmask16 *ovf)
+/*
+ * bf16_round_bits_rne on 16 lanes, result in the low 16 bits of each 32-bit lane. Written with
+ * plain vector arithmetic (sign bits as masks) rather than compare-into-mask instructions,
+ * which all compete for one execution port. Accumulates overflow lanes in the sign bits of
+ * *ovf: finite and at least halfway past the largest finite bfloat16, so rounding to inf.
+ */
+KTARGET_AVX512 static inline __m512i rne16_avx512(__m512i u, __m512i *ovf)
 {
     const __m512i inf = _mm512_set1_epi32(0x7f800000);
     __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-    __mmask16 isnan = _mm512_cmpgt_epu32_mask(a, inf);
-    /* finite and at least halfway past the largest finite bfloat16: rounds to inf */
-    *ovf |= _mm512_mask_cmpgt_epu32_mask(_mm512_cmplt_epu32_mask(a, inf), a,
-                                         _mm512_set1_epi32(0x7f7f7fff));
+    /* sign of (0x7f7f7fff - a): a past the halfway point; sign of (a - inf): a finite */
+    __m512i past_half = _mm512_sub_epi32(_mm512_set1_epi32(0x7f7f7fff), a);
+    __m512i finite = _mm512_sub_epi32(a, inf);
+    *ovf = _mm512_ternarylogic_epi32(*ovf, past_half, finite, 0xf8); /* ovf | (past & fin) */
+    __m512i isnan = _mm512_srai_epi32(_mm512_sub_epi32(inf, a), 31); /* all ones iff NaN */
     __m512i hi = _mm512_srli_epi32(u, 16);
     __m512i bump = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
                                     _mm512_and_si512(hi, _mm512_set1_epi32(1)));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bump), 16);
-    r = _mm512_mask_or_epi32(r, isnan, hi, _mm512_set1_epi32(0x0040));
-    return _mm512_cvtepi32_epi16(r);
+    __m512i quiet = _mm512_or_si512(hi, _mm512_set1_epi32(0x0040));
+    return _mm512_ternarylogic_epi32(isnan, quiet, r, 0xca); /* isnan ? quiet : r */
+}
+
+/* 16 lanes -> 16 bfloat16 (for heads and tails) */
+KTARGET_AVX512 static inline __m256i rne16_narrow_avx512(__m512i u, __m512i *ovf)
+{
+    return _mm512_cvtepi32_epi16(rne16_avx512(u, ovf));
 }
 
 KTARGET_AVX512 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n)
 {
     ptrdiff_t i = 0;
-    __mmask16 ovf = 0;
+    __m512i ovf = _mm512_setzero_si512();
     int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
     if (stream) {
         /* masked head up to a 64-byte aligned destination (at most 31 elements) */
@@ -197,15 +209,17 @@ KTARGET_AVX512 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n)
         for (; i < head; i += 16) {
             ptrdiff_t m = head - i < 16 ? head - i : 16;
             __mmask16 k = (__mmask16)((1u << m) - 1u);
-            __m256i h = rne16_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
+            __m256i h = rne16_narrow_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
             _mm256_mask_storeu_epi16(d + 2 * i, k, h);
         }
         i = head;
     }
+    /* packus interleaves the two inputs per 128-bit block; the permute restores the order */
+    const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
     for (; i + 32 <= n; i += 32) {
-        __m256i a = rne16_avx512(_mm512_loadu_si512(s + 4 * i), &ovf);
-        __m256i b = rne16_avx512(_mm512_loadu_si512(s + 4 * i + 64), &ovf);
-        __m512i p = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+        __m512i a = rne16_avx512(_mm512_loadu_si512(s + 4 * i), &ovf);
+        __m512i b = rne16_avx512(_mm512_loadu_si512(s + 4 * i + 64), &ovf);
+        __m512i p = _mm512_permutexvar_epi64(order, _mm512_packus_epi32(a, b));
         if (stream) _mm512_stream_si512((void *)(d + 2 * i), p);
         else _mm512_storeu_si512(d + 2 * i, p);
     }
@@ -213,10 +227,10 @@ KTARGET_AVX512 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n)
     for (; i < n; i += 16) {
         ptrdiff_t m = n - i < 16 ? n - i : 16;
         __mmask16 k = (__mmask16)((1u << m) - 1u);
-        __m256i h = rne16_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
+        __m256i h = rne16_narrow_avx512(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf);
         _mm256_mask_storeu_epi16(d + 2 * i, k, h);
     }
-    return ovf != 0;
+    return _mm512_movepi32_mask(ovf) != 0;
 }
 
 /* bf16_to_f32 on 16 lanes: zero-extend to 32 bits, shift into the high half */
@@ -256,58 +270,68 @@ KTARGET_AVX512 void bf16k_to_f32_avx512(const char *s, char *d, ptrdiff_t n)
 }
 
 /*
- * float64 -> bfloat16 on 8 lanes with one rounding, as f64_to_bf16 (bf16.h): narrow to float32
+ * float64 -> bfloat16 on 16 lanes with one rounding, as f64_to_bf16 (bf16.h): narrow to float32
  * toward zero and make the result odd when inexact (round to odd), then round to nearest even.
  * The conversions suppress exceptions ({sae}) and the comparisons are on the bits, so no FPU
- * flag is raised; overflow and underflow are computed as in from_f64_body.
+ * flag is raised. Overflow and underflow (as in from_f64_body) are accumulated in the sign bits
+ * of *ovf and *unf with plain vector arithmetic.
  */
-KTARGET_AVX512 static inline __m128i f64_to_bf16_8_avx512(__m512d x, int *flags)
+KTARGET_AVX512 static inline __m256i f64_round_odd_8_avx512(__m512d x)
 {
-    const __m512i absm = _mm512_set1_epi64((long long)F64_ABS);
-    __m512i xb = _mm512_castpd_si512(x);
-    __m512i a = _mm512_and_si512(xb, absm);
     __m256 f = _mm512_cvt_roundpd_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     __m512d back = _mm512_cvt_roundps_pd(f, _MM_FROUND_NO_EXC);
-    __mmask8 inexact = _mm512_cmpneq_epi64_mask(_mm512_castpd_si512(back), xb);
+    __mmask8 inexact = _mm512_cmpneq_epi64_mask(_mm512_castpd_si512(back), _mm512_castpd_si512(x));
     __m256i u = _mm256_castps_si256(f);
-    u = _mm256_mask_or_epi32(u, inexact, u, _mm256_set1_epi32(1));
-    /* round to nearest even, as bf16_round_bits_rne, on 8 lanes (u is never a NaN here
-     * unless x is one, and NaN lanes are replaced below) */
-    __m256i hi = _mm256_srli_epi32(u, 16);
-    __m256i bump = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                    _mm256_and_si256(hi, _mm256_set1_epi32(1)));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bump), 16);
-    __mmask8 isnan = _mm512_cmpgt_epu64_mask(a, _mm512_set1_epi64((long long)F64_INF));
-    __m256i sign = _mm256_and_si256(_mm512_cvtepi64_epi32(_mm512_srli_epi64(xb, 48)),
-                                    _mm256_set1_epi32(BF16_SIGN));
-    r = _mm256_mask_or_epi32(r, isnan, sign, _mm256_set1_epi32(BF16_QNAN));
-    /* flags */
-    __mmask8 finite = _mm512_cmplt_epu64_mask(a, _mm512_set1_epi64((long long)F64_INF));
-    __mmask8 isinf = _mm256_cmpeq_epi32_mask(_mm256_and_si256(r, _mm256_set1_epi32(BF16_ABS)),
-                                             _mm256_set1_epi32(BF16_INF));
-    __mmask8 tiny = _mm512_cmplt_epu64_mask(a, _mm512_set1_epi64((long long)F64_MIN_NORMAL_BF16)) &
-                    _mm512_test_epi64_mask(a, a);
-    __mmask8 dropped = _mm256_test_epi32_mask(u, _mm256_set1_epi32(0xffff)) | inexact;
-    *flags |= ((finite & isinf) ? BF16K_OVERFLOW : 0) | ((tiny & dropped) ? BF16K_UNDERFLOW : 0);
-    return _mm256_cvtepi32_epi16(r);
+    return _mm256_mask_or_epi32(u, inexact, u, _mm256_set1_epi32(1));
+}
+
+KTARGET_AVX512 static inline __m256i f64_to_bf16_16_avx512(__m512d x0, __m512d x1, __m512i *ovf,
+                                                          __m512i *unf)
+{
+    /* u: the float32 round-to-odd images; a NaN input gives a quiet float32 NaN, same sign */
+    __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(f64_round_odd_8_avx512(x0)),
+                                   f64_round_odd_8_avx512(x1), 1);
+    const __m512i inf = _mm512_set1_epi32(0x7f800000);
+    __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    __m512i hi = _mm512_srli_epi32(u, 16);
+    __m512i bump = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                    _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bump), 16);
+    __m512i isnan = _mm512_srai_epi32(_mm512_sub_epi32(inf, a), 31); /* all ones iff NaN */
+    __m512i qnan = _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(BF16_SIGN)),
+                                   _mm512_set1_epi32(BF16_QNAN));
+    r = _mm512_ternarylogic_epi32(isnan, qnan, r, 0xca); /* isnan ? qnan : r */
+    /* overflow: the float32 image is finite and at least halfway past the largest finite
+     * bfloat16 (a finite double beyond float32's range truncates to FLT_MAX, odd) */
+    __m512i past_half = _mm512_sub_epi32(_mm512_set1_epi32(0x7f7f7fff), a);
+    __m512i finite = _mm512_sub_epi32(a, inf);
+    *ovf = _mm512_ternarylogic_epi32(*ovf, past_half, finite, 0xf8); /* ovf | (past & fin) */
+    /* underflow: |x| < 2^-126 (so is its image) and bits are lost (the image's low half is
+     * nonzero, the odd bit marking a loss in the first step) */
+    __m512i tiny = _mm512_sub_epi32(a, _mm512_set1_epi32(0x00800000));
+    __m512i lost = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_and_si512(u, _mm512_set1_epi32(0xffff)));
+    *unf = _mm512_ternarylogic_epi32(*unf, tiny, lost, 0xf8);
+    return _mm512_cvtepi32_epi16(r);
 }
 
 KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
 {
-    int flags = 0;
+    __m512i ovf = _mm512_setzero_si512(), unf = _mm512_setzero_si512();
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m128i a = f64_to_bf16_8_avx512(_mm512_loadu_pd(s + 8 * i), &flags);
-        __m128i b = f64_to_bf16_8_avx512(_mm512_loadu_pd(s + 8 * i + 64), &flags);
-        _mm256_storeu_si256((void *)(d + 2 * i), _mm256_set_m128i(b, a));
+        __m256i h = f64_to_bf16_16_avx512(_mm512_loadu_pd(s + 8 * i), _mm512_loadu_pd(s + 8 * i + 64),
+                                          &ovf, &unf);
+        _mm256_storeu_si256((void *)(d + 2 * i), h);
     }
-    for (; i < n; i += 8) {
-        ptrdiff_t m = n - i < 8 ? n - i : 8;
-        __mmask8 k = (__mmask8)((1u << m) - 1u);
-        __m128i h = f64_to_bf16_8_avx512(_mm512_maskz_loadu_pd(k, s + 8 * i), &flags);
-        _mm_mask_storeu_epi16(d + 2 * i, k, h);
+    if (i < n) {
+        ptrdiff_t m = n - i; /* 1..15 */
+        __mmask16 k = (__mmask16)((1u << m) - 1u);
+        __m512d x0 = _mm512_maskz_loadu_pd((__mmask8)(k & 0xff), s + 8 * i);
+        __m512d x1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), s + 8 * i + 64);
+        _mm256_mask_storeu_epi16(d + 2 * i, k, f64_to_bf16_16_avx512(x0, x1, &ovf, &unf));
     }
-    return flags;
+    return (_mm512_movepi32_mask(ovf) ? BF16K_OVERFLOW : 0) |
+           (_mm512_movepi32_mask(unf) ? BF16K_UNDERFLOW : 0);
 }
 #endif
 

@@ -4,7 +4,9 @@
  * Float sums use lane accumulators inside fixed-size leaf blocks combined by a binary cascade
  * (pairwise summation), so the error bound is O(log n) * eps. The bodies are written once over
  * plain C and instantiated per tier under a target attribute, which the compiler vectorises;
- * every tier performs the same additions in the same order, so results agree bit for bit.
+ * the AVX-512 float32 sum leaf is written with intrinsics. Every tier performs the same float32
+ * additions in the same order, so sums agree bit for bit across tiers
+ * (tests/test_kernels_reduce.py::test_sums_agree_across_tiers).
  */
 #include "kernels.h"
 #include "kernels/internal.h"
@@ -33,14 +35,17 @@ KINLINE float hsum8f(const float *v)
     return (a + c) + (b + e);
 }
 
-KINLINE float sum32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+typedef void (*sum32_leaf_fn)(const char *s, ptrdiff_t ss, float *out);
+
+/* The cascade over leaves; `leaf` is a constant at every call, so it is inlined. */
+KINLINE float sum32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, sum32_leaf_fn leaf)
 {
     float lvl[SUM_LEVELS][SUM_VEC];
     uint64_t have = 0;
     ptrdiff_t nleaf = n / SUM_LEAF;
     for (ptrdiff_t b = 0; b < nleaf; b++) {
         float v[SUM_VEC];
-        sum32_leaf(s + b * SUM_LEAF * ss, ss, v);
+        leaf(s + b * SUM_LEAF * ss, ss, v);
         int l = 0;
         while (have & ((uint64_t)1 << l)) {   /* binary counter: pairwise combination */
             for (int j = 0; j < SUM_VEC; j++) v[j] = lvl[l][j] + v[j];
@@ -67,6 +72,40 @@ KINLINE float sum32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
     for (int j = 0; j < SUM_VEC; j++) acc[j] += t[j];
     return hsum8f(acc);
 }
+
+KINLINE float sum32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+{
+    return sum32_cascade(s, ss, n, sum32_leaf);
+}
+
+#if defined(BF16K_X86)
+#include <immintrin.h>
+
+KTARGET_AVX512 static inline __m512 widen16_ps_avx512(const char *p)
+{
+    __m256i h = _mm256_loadu_si256((const void *)p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* sum32_leaf for contiguous input: the same additions in the same order, a[0..15] and
+ * a[16..31] being the two vectors, so results are bit-identical to the portable leaf. */
+KTARGET_AVX512 static inline void sum32_leaf_avx512(const char *s, ptrdiff_t ss, float *out)
+{
+    (void)ss; /* always 2 */
+    __m512 a0 = widen16_ps_avx512(s), a1 = widen16_ps_avx512(s + 32);
+    for (int i = SUM_LANES; i < SUM_LEAF; i += SUM_LANES) {
+        a0 = _mm512_add_ps(a0, widen16_ps_avx512(s + 2 * i));
+        a1 = _mm512_add_ps(a1, widen16_ps_avx512(s + 2 * i + 32));
+    }
+    a0 = _mm512_add_ps(a0, a1);
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm512_castps512_ps256(a0), _mm512_extractf32x8_ps(a0, 1)));
+}
+
+KTARGET_AVX512 float bf16k_sum32_avx512(const char *s, ptrdiff_t n)
+{
+    return sum32_cascade(s, 2, n, sum32_leaf_avx512);
+}
+#endif
 
 #define SUMD_LANES 16
 #define SUMD_LEAF 256
@@ -146,14 +185,17 @@ KINLINE int64_t cnz_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
 }
 
 /* contiguous instantiations, one set per tier */
+#define DEFINE_SUM32(TIER, ATTR)                                                               \
+    ATTR float bf16k_sum32_##TIER(const char *s, ptrdiff_t n) { return sum32_body(s, 2, n); }
 #define DEFINE_REDUCE(TIER, ATTR)                                                              \
-    ATTR float bf16k_sum32_##TIER(const char *s, ptrdiff_t n) { return sum32_body(s, 2, n); }  \
     ATTR double bf16k_sum64_##TIER(const char *s, ptrdiff_t n) { return sum64_body(s, 2, n); } \
     ATTR float bf16k_prod32_##TIER(const char *s, ptrdiff_t n) { return prod32_body(s, 2, n); }\
     ATTR int64_t bf16k_cnz_##TIER(const char *s, ptrdiff_t n) { return cnz_body(s, 2, n); }
 
+DEFINE_SUM32(baseline, )
 DEFINE_REDUCE(baseline, )
 #if defined(BF16K_X86)
+DEFINE_SUM32(avx2, KTARGET_AVX2)
 DEFINE_REDUCE(avx2, KTARGET_AVX2)
 DEFINE_REDUCE(avx512, KTARGET_AVX512)
 #endif
