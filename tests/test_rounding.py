@@ -394,3 +394,33 @@ def test_kernel_checks_its_arguments():
         _ext._round_to_bf16(np.ones(8, np.float32)[::2], dst, 0, False, None)
     with pytest.raises(TypeError, match="src must be float32 or float64"):
         _ext._round_to_bf16(np.ones(4, np.int32), dst, 0, False, None)
+
+
+def test_baseline_tier_kernel_gives_the_same_bits(tmp_path):
+    """The float32 loop has a baseline and an AVX2 build; force the baseline in a child process
+    (BFLOAT16_DTYPE_ISA=baseline) and compare every mode's bits with this process's."""
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(13)
+    x = np.concatenate([edge_float32(), rng.integers(0, 2**32, 200_000, dtype=np.uint32).view(np.float32)])
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import sys, numpy as np, warnings; warnings.simplefilter('ignore')\n"
+        "from bfloat16_dtype.rounding import to_bfloat16\n"
+        "x = np.load(sys.argv[1])\n"
+        "out = [to_bfloat16(x, m, rng=1 if m == 'stochastic' else None, flush_subnormals=f)"
+        ".view(np.uint16) for m in ('nearest_even', 'toward_zero', 'stochastic') for f in (False, True)]\n"
+        "np.save(sys.argv[2], np.stack(out))\n"
+    )
+    env = {**os.environ, "BFLOAT16_DTYPE_ISA": "baseline"}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.npy"), str(tmp_path / "b.npy")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with np.errstate(over="ignore"):
+        here = np.stack([
+            bits_of(to_bfloat16(x, m, rng=1 if m == "stochastic" else None, flush_subnormals=f))
+            for m in ("nearest_even", "toward_zero", "stochastic") for f in (False, True)
+        ])
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), here)
