@@ -289,7 +289,9 @@ def build_training(ctx: Context) -> list[Section]:
             f"with scikit-learn MLPClassifier's defaults, untuned: Adam lr {LR:g}, L2 {L2:g}, "
             f"batch {BATCH}, {runs.epochs} epochs; same initial weights and batch order in every "
             "run. 16-bit runs store inputs, weights, activations and gradients in 16 bits and "
-            "multiply with float32 accumulation. *bytes per parameter* counts what the run holds "
+            "multiply with float32 accumulation. Dynamic loss scaling uses LossScaler's defaults "
+            "(PyTorch GradScaler's: start at 2^16, halve and skip on inf/NaN, ×2 after 2000 clean "
+            "steps). *bytes per parameter* counts what the run holds "
             "per parameter: weights, fp32 masters, one set of gradients and Adam's two float32 "
             "moments (activations come on top). Time per epoch is the median over epochs, one "
             "thread for both BLAS and bfloat16_dtype (this model's products are far too small for "
@@ -331,8 +333,8 @@ def build_training(ctx: Context) -> list[Section]:
             "The float32 run's gradients (weights, biases, and the activation gradients dlogits "
             "and dz1) on the first batch of an epoch, rounded to each 16-bit type. Share of the "
             "nonzero float32 gradient entries that become 0, and that land in float16's "
-            "subnormal range (below 2^-14, fewer than 11 significant bits). Loss scaling "
-            "(×2^16) moves them back into float16's normal range."
+            "subnormal range (below 2^-14, fewer than 11 significant bits). Scaling by 2^16 "
+            "(the loss scaler's starting scale) lifts most of them back into float16's range."
         ),
         columns=[
             Column("nonzero", "nonzero entries"),

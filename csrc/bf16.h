@@ -132,6 +132,15 @@ static inline bf16_t f64_to_bf16_mode(double d, enum bf16_rounding mode, uint64_
     bf16_t sign = (bf16_t)((b >> 48) & BF16_SIGN);
     if ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return (bf16_t)(sign | BF16_QNAN);
     if (mode == BF16_ROUND_NEAREST_EVEN) return f64_to_bf16(d);
+    uint64_t abs_bits = b & 0x7fffffffffffffffull, e64 = abs_bits >> 52;
+    if (e64 >= 1023 - 126 && e64 < 1023 + 128) {
+        /* bfloat16's normal range: the kept bits and the 45 dropped mantissa bits are fields of
+         * the float64; the same result as below (threshold = dropped * 2^19), integers only. */
+        bf16_t kept = (bf16_t)(((e64 - 1023 + 127) << 7) | ((abs_bits >> 45) & 0x7f));
+        if (mode == BF16_ROUND_TOWARD_ZERO) return (bf16_t)(sign | kept);
+        uint64_t dropped = abs_bits & ((1ull << 45) - 1);
+        return (bf16_t)(sign | (kept + ((random64 >> 19) < dropped)));
+    }
     double a = fabs(d);
     bf16_t lo = bf16_round_bits(f32_bits(f64_to_f32_toward_zero(a)), BF16_ROUND_TOWARD_ZERO, 0);
     if (mode == BF16_ROUND_TOWARD_ZERO) return (bf16_t)(sign | lo);

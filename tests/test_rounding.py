@@ -11,6 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bfloat16_dtype import _ext, bfloat16
 from bfloat16_dtype.rounding import ROUNDING_MODES, to_bfloat16
@@ -394,3 +396,59 @@ def test_kernel_checks_its_arguments():
         _ext._round_to_bf16(np.ones(8, np.float32)[::2], dst, 0, False, None)
     with pytest.raises(TypeError, match="src must be float32 or float64"):
         _ext._round_to_bf16(np.ones(4, np.int32), dst, 0, False, None)
+
+
+def test_baseline_tier_kernel_gives_the_same_bits(tmp_path):
+    """The float32 loop has a baseline and an AVX2 build; force the baseline in a child process
+    (BFLOAT16_DTYPE_ISA=baseline) and compare every mode's bits with this process's."""
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(13)
+    x = np.concatenate([edge_float32(), rng.integers(0, 2**32, 200_000, dtype=np.uint32).view(np.float32)])
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import sys, numpy as np, warnings; warnings.simplefilter('ignore')\n"
+        "from bfloat16_dtype.rounding import to_bfloat16\n"
+        "x = np.load(sys.argv[1])\n"
+        "out = [to_bfloat16(x, m, rng=1 if m == 'stochastic' else None, flush_subnormals=f)"
+        ".view(np.uint16) for m in ('nearest_even', 'toward_zero', 'stochastic') for f in (False, True)]\n"
+        "np.save(sys.argv[2], np.stack(out))\n"
+    )
+    env = {**os.environ, "BFLOAT16_DTYPE_ISA": "baseline"}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.npy"), str(tmp_path / "b.npy")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with np.errstate(over="ignore"):
+        here = np.stack([
+            bits_of(to_bfloat16(x, m, rng=1 if m == "stochastic" else None, flush_subnormals=f))
+            for m in ("nearest_even", "toward_zero", "stochastic") for f in (False, True)
+        ])
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), here)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1, max_size=20),
+       st.integers(0, 2**32 - 1))
+def test_property_every_mode_brackets_the_input(values, seed):
+    """For any float64 input: toward zero is the largest bfloat16 magnitude <= |x|; stochastic
+    gives it or the next one up; nearest-even is one of the two; signs are kept."""
+    x = np.array(values, dtype=np.float64)
+    finite = np.isfinite(x)
+    with np.errstate(over="ignore"):
+        tz = to_bfloat16(x, "toward_zero").astype(np.float64)
+        sr = to_bfloat16(x, "stochastic", rng=seed).astype(np.float64)
+        rne = to_bfloat16(x).astype(np.float64)
+    lo = np.abs(tz[finite])
+    a = np.abs(x[finite])
+    assert np.all(lo <= a)
+    nxt = (np.abs(to_bfloat16(x[finite], "toward_zero")).view(np.uint16) + 1).view(bfloat16)
+    up = nxt.astype(np.float64)  # 0x7f80 (inf) stands for 2^128 here
+    assert np.all((a < up) | (np.abs(tz[finite]) == 3.3895313892515355e38))
+    for r in (sr[finite], rne[finite]):
+        assert np.all((np.abs(r) == lo) | (np.abs(r) == up))
+    for r in (tz, sr, rne):
+        assert np.array_equal(np.isnan(r), np.isnan(x))
+        keep = ~np.isnan(x)
+        assert np.array_equal(np.signbit(r[keep]), np.signbit(x[keep]))
