@@ -118,6 +118,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (by default they are removed for the run)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--dask",
+        action="store_true",
+        help="also run bench_dask.py (2-worker LocalCluster, needs dask[distributed]); table in DIR/dask.md",
+    )
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
@@ -262,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(strict_json(payload), indent=2) + "\n", encoding="utf-8")
     log(f"done in {elapsed:.1f} s; report written to {args.out_dir / 'report.md'}")
+    if args.dask:  # separate table: the cluster run does not share the harness above
+        import bench_dask
+
+        bench_dask.main((["--quick"] if args.quick else []) + ["--out", str(args.out_dir / "dask.md")])
     return 0
 
 
