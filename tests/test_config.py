@@ -65,11 +65,9 @@ def test_cap_lowers_the_tier(tier):
     assert info["cap"] == tier and info["env"] == tier
     want = min(TIERS.index(tier), TIERS.index(info["detected"]))
     assert info["tier"] == TIERS[want]
-    if tier == "baseline":
-        # every component reports its portable path
-        assert info["components"]["ufunc loops"] == "baseline"
-        assert info["components"]["conversions, reductions, sort"] in ("generic", "baseline")
-        assert info["components"]["matmul (GEMM/GEMV)"].startswith("portable")
+    # every component runs (and names) the tier in force: none ignores the cap
+    for name, kernel in info["components"].items():
+        assert kernel.split(":")[0] == info["tier"], (name, kernel)
 
 
 def test_unknown_tier_is_a_clear_error():
