@@ -15,6 +15,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
@@ -95,6 +97,21 @@ def test_gemm_within_bound(rng, shape, layout):
     check_bound(r32, A, B)
     check_bf16_is_rounded_f32(r16, r32)
     assert np.array_equal(f32_bits(rt), f32_bits(r32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 70), k=st.integers(1, 600), n=st.integers(1, 70),
+       layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32 - 1))
+def test_random_shapes_and_layouts_within_bound(m, k, n, layout, seed):
+    """Any shape and layout: every path (GEMM, GEMV either way, edges) within the bound, and the
+    bfloat16 output is the float32 one rounded once."""
+    rng = np.random.default_rng(seed)
+    a, A = make(rng, (m, k))
+    b, B = make(rng, (k, n))
+    a, b = laid_out(a, layout[0]), laid_out(b, layout[1])
+    r32 = bd.matmul(a, b, out_dtype=np.float32)
+    check_bound(r32, A, B)
+    check_bf16_is_rounded_f32(bd.matmul(a, b), r32)
 
 
 # GEMV / skinny: W (M x K, k contiguous) @ V with 1..16 columns, K not a multiple of 16 or 32
