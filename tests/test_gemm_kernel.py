@@ -148,6 +148,7 @@ THREAD_SHAPES = [((300, 300), (300, 300)),     # GEMM, rows split
                  ((257, 700), (700, 129)),     # K > KC
                  ((1024, 512), (512,)),        # GEMV
                  ((2048, 300), (300, 16)),     # skinny W @ V, 16 columns
+                 ((600, 3000), (3000, 16)),    # skinny, V cut into k chunks (panels of rows)
                  ((1500, 200), (200, 5)),      # skinny, 5 columns
                  ((512,), (512, 1024))]        # x @ W
 
