@@ -297,6 +297,9 @@ BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1,
     }
 }
 
+_Static_assert(BG512_MC % BG_MR == 0 && BG512_NC % BG_NR == 0 && BG_TILE_N % BG_NR == 0,
+               "kernel.h: MC must be a multiple of MR, NC and the tile width of NR");
+
 const bg_kernel bg_kernel_avx512 = {
     .name = "avx512: AVX-512F float32 14x32 (bfloat16 widened while packing)",
     .tier = BF16_TIER_AVX512,
