@@ -15,6 +15,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
@@ -97,6 +99,21 @@ def test_gemm_within_bound(rng, shape, layout):
     assert np.array_equal(f32_bits(rt), f32_bits(r32))
 
 
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 70), k=st.integers(1, 600), n=st.integers(1, 70),
+       layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32 - 1))
+def test_random_shapes_and_layouts_within_bound(m, k, n, layout, seed):
+    """Any shape and layout: every path (GEMM, GEMV either way, edges) within the bound, and the
+    bfloat16 output is the float32 one rounded once."""
+    rng = np.random.default_rng(seed)
+    a, A = make(rng, (m, k))
+    b, B = make(rng, (k, n))
+    a, b = laid_out(a, layout[0]), laid_out(b, layout[1])
+    r32 = bd.matmul(a, b, out_dtype=np.float32)
+    check_bound(r32, A, B)
+    check_bf16_is_rounded_f32(bd.matmul(a, b), r32)
+
+
 # GEMV / skinny: W (M x K, k contiguous) @ V with 1..16 columns, K not a multiple of 16 or 32
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 13, 16])
 @pytest.mark.parametrize("k", [7, 40, 1000, 3001])
@@ -131,6 +148,7 @@ THREAD_SHAPES = [((300, 300), (300, 300)),     # GEMM, rows split
                  ((257, 700), (700, 129)),     # K > KC
                  ((1024, 512), (512,)),        # GEMV
                  ((2048, 300), (300, 16)),     # skinny W @ V, 16 columns
+                 ((600, 3000), (3000, 16)),    # skinny, V cut into k chunks (panels of rows)
                  ((1500, 200), (200, 5)),      # skinny, 5 columns
                  ((512,), (512, 1024))]        # x @ W
 

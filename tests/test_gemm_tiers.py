@@ -34,3 +34,33 @@ def test_kernel_tests_pass_under_tier(tier):
                        cwd=HERE, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert " passed" in r.stdout and "failed" not in r.stdout, r.stdout[-2000:]
+
+
+_DIGEST = """
+import hashlib, numpy as np, bfloat16_dtype as bd
+rng = np.random.default_rng(11)
+h = hashlib.sha256()
+for sa, sb in [((70, 600), (600, 97)), ((300, 300), (300, 300)), ((1024, 700), (700,)),
+               ((513, 300), (300, 16)), ((300,), (300, 900)), ((40, 100), (100, 3))]:
+    a = rng.standard_normal(sa).astype(np.float32).astype(bd.bfloat16)
+    b = rng.standard_normal(sb).astype(np.float32).astype(bd.bfloat16)
+    h.update(bd.matmul(a, b, out_dtype=np.float32).tobytes())
+    h.update(bd.matmul(a, b).tobytes())
+print(bd._ext._gemm_kernel.split(":")[0], h.hexdigest())
+"""
+
+
+def test_avx2_and_baseline_kernels_give_the_same_bits():
+    """The portable kernel adds in the avx2 kernel's order (same KC, same 8 GEMV lanes), and the
+    products are exact, so the two tiers agree bit for bit on normal-range data."""
+    if TIERS.index(bd.config()["detected"]) < TIERS.index("avx2"):
+        pytest.skip(f"CPU lacks the avx2 tier ({bd.config()['reason']})")
+    digests = {}
+    for tier in ("baseline", "avx2"):
+        r = subprocess.run([sys.executable, "-c", _DIGEST], capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, BFLOAT16_DTYPE_ISA=tier))
+        assert r.returncode == 0, r.stderr
+        name, digest = r.stdout.split()
+        assert name == tier
+        digests[tier] = digest
+    assert digests["baseline"] == digests["avx2"]

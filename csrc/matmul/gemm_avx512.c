@@ -184,9 +184,10 @@ BG_TARGET static void pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, in
  * panel's accumulators live in a buffer between chunks, so the blocking does not change the order.
  * ---------------------------------------------------------------------------------------------- */
 
-/* Measured on the Ice Lake Xeon (W @ V, 16 columns, CPU time of one thread): 4-wide tiles beat
- * 8-wide ones by ~10 %, a 16-row panel matches a 32-row one, an 8 KiB V block is ~20 % slower. */
-#define BG_ROWS_VBYTES (16 * 1024)    /* V block per k chunk */
+/* Measured on the Ice Lake Xeon (W @ V, 16 columns, CPU time of one thread, noisy shared machine):
+ * 4-wide tiles beat 8-wide ones by ~10 %, a 16-row panel matches a 32-row one, a 32 KiB V block
+ * beats 16 KiB by ~10 % and 8 KiB by ~30 %; separate even/odd accumulators were ~35 % slower. */
+#define BG_ROWS_VBYTES (32 * 1024)    /* V block per k chunk (the L1 is 48 KiB) */
 #define BG_ROWS_L2VBYTES (128 * 1024) /* no k chunks when all of V is at most this (in L2) */
 #define BG_ROWS_MAXC 4                /* columns per tile: 16 columns run as four 4 x 4 tiles */
 #define BG_ROWS_RC 16                 /* accumulators per tile */
@@ -295,6 +296,9 @@ BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1,
             for (int64_t j = 0; j < n; j++) bg_store(c, p0 + r, j, bg_hsum16(accbuf + r * ld + j * 16));
     }
 }
+
+_Static_assert(BG512_MC % BG_MR == 0 && BG512_NC % BG_NR == 0 && BG_TILE_N % BG_NR == 0,
+               "kernel.h: MC must be a multiple of MR, NC and the tile width of NR");
 
 const bg_kernel bg_kernel_avx512 = {
     .name = "avx512: AVX-512F float32 14x32 (bfloat16 widened while packing)",
