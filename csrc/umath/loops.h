@@ -147,7 +147,7 @@ template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 #define BF16_AVX2_COMPARE_TWINS(X, T)                                                          \
     X(T, Equal) X(T, NotEqual) X(T, Less) X(T, LessEqual) X(T, Greater) X(T, GreaterEqual)
 #define BF16_AVX512_BINARY_TWINS(X, T) BF16_AVX2_BINARY_TWINS(X, T)
-#define BF16_AVX512_UNARY_TWINS(X, T) BF16_AVX2_UNARY_TWINS(X, T)
+#define BF16_AVX512_UNARY_TWINS(X, T) BF16_AVX2_UNARY_TWINS(X, T) X(T, Exp) X(T, Log) X(T, Tanh)
 #define BF16_AVX512_COMPARE_TWINS(X, T) BF16_AVX2_COMPARE_TWINS(X, T)
 
 #define BF16_TWIN_TRAIT_(Trait, T, Op) template <> struct Trait<T, Op> : std::true_type {};
@@ -174,9 +174,24 @@ BF16_AVX512_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx512)
         }                                                                                      \
     } while (0)
 
+/* The unary twin of the tier in force, if there is one: true and *ovf set, else false. */
 template <class Op>
-static constexpr bool has_any_unary_twin =
-        HasUnaryTwin<TierAvx2, Op>::value || HasUnaryTwin<TierAvx512, Op>::value;
+static bool unary_twin(const char *a, char *o, npy_intp n, int *ovf)
+{
+    if constexpr (HasUnaryTwin<TierAvx512, Op>::value) {
+        if (loop_tier >= BF16_TIER_AVX512) {
+            *ovf = twin_unary<TierAvx512, Op>(a, o, n);
+            return true;
+        }
+    }
+    if constexpr (HasUnaryTwin<TierAvx2, Op>::value) {
+        if (loop_tier >= BF16_TIER_AVX2) {
+            *ovf = twin_unary<TierAvx2, Op>(a, o, n);
+            return true;
+        }
+    }
+    return false;
+}
 
 /* ---- contiguous dispatch ----------------------------------------------------------------- */
 
@@ -197,15 +212,6 @@ static int contiguous_binary_scalar(const char *arr, bf16_t scalar, bool scalar_
         BF16_TRY_TWINS(HasBinaryTwin, twin_binary_scalar, arr, scalar, scalar_first, o, n);
     }
     return binary_scalar_contig<Op>(arr, scalar, scalar_first, o, n);
-}
-
-template <class Op>
-static int contiguous_unary(const char *a, char *o, npy_intp n)
-{
-    if (!straddles(o, a, n)) {
-        BF16_TRY_TWINS(HasUnaryTwin, twin_unary, a, o, n);
-    }
-    return unary_contig<Op>(a, o, n);
 }
 
 template <class Op>
@@ -271,24 +277,28 @@ static void compare_loop(char **args, npy_intp const *dims, npy_intp const *step
     }
 }
 
-/* Functions without a vector twin read large arrays from their 65,536-entry table (built on
- * the first call of at least 32,768 elements, used from 64 on once it exists). */
+/* Contiguous calls go to the tier's twin where it has one; other large calls read their
+ * results from the function's 65,536-entry table (built on the first call of at least 32,768
+ * elements, used from 64 on once it exists). */
 template <class Op>
 static void unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
     npy_intp n = dims[0];
     char *a = args[0], *o = args[1];
-    if constexpr (!has_any_unary_twin<Op>) {
-        const UnaryTable *table =
-                n >= 64 ? unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768) : nullptr;
-        if (table != nullptr) {
-            unary_table_apply(table, a, steps[0], o, steps[1], n);
-            return;
-        }
-    }
     int ovf = 0;
-    if (steps[0] == 2 && steps[1] == 2) {
-        ovf = contiguous_unary<Op>(a, o, n);
+    bool contiguous = steps[0] == 2 && steps[1] == 2;
+    if (contiguous && !straddles(o, a, n) && unary_twin<Op>(a, o, n, &ovf)) {
+        report_overflow(ovf);
+        return;
+    }
+    const UnaryTable *table =
+            n >= 64 ? unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768) : nullptr;
+    if (table != nullptr) {
+        unary_table_apply(table, a, steps[0], o, steps[1], n);
+        return;
+    }
+    if (contiguous) {
+        ovf = unary_contig<Op>(a, o, n);
     }
     else {
         for (npy_intp i = 0; i < n; i++, a += steps[0], o += steps[1]) {
