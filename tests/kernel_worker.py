@@ -35,6 +35,9 @@ def main(src: str, dst: str) -> None:
             out[key] = b.astype(np.float32)
             out[key + ":off1"] = b[1:].astype(np.float32)
             out[key + ":stride3"] = b[::3].astype(np.float32)
+            shifted = np.empty(b.size + 1, np.float32)[1:]  # output start shifted by one element
+            np.copyto(shifted, b, casting="unsafe")
+            out[key + ":dst1"] = shifted
         elif kind in ("f32", "f64"):  # -> bfloat16 bits, and the warnings the cast raised
             res, fl = flags_of(lambda: x.astype(bfloat16))
             out[key] = res.view(np.uint16)
@@ -43,6 +46,9 @@ def main(src: str, dst: str) -> None:
             out[key + ":off1"] = res.view(np.uint16)
             res, _ = flags_of(lambda: x[::3].astype(bfloat16))
             out[key + ":stride3"] = res.view(np.uint16)
+            shifted = np.empty(x.size + 1, bfloat16)[1:]  # output start shifted by one element
+            flags_of(lambda: np.copyto(shifted, x, casting="unsafe"))
+            out[key + ":dst1"] = shifted.view(np.uint16)
         elif kind == "red":  # reductions over bfloat16 bits
             b = x.view(bfloat16)
             out[key + ":sum"] = np.atleast_1d(b.sum()).view(np.uint16)

@@ -90,7 +90,8 @@ def same_bits(got, want):
 @pytest.mark.parametrize("key", ["bf16:all", "bf16:big"])
 def test_widen_every_pattern(out, key):
     bits = INPUTS[key]
-    for suffix, sel in (("", slice(None)), (":off1", slice(1, None)), (":stride3", slice(None, None, 3))):
+    for suffix, sel in (("", slice(None)), (":off1", slice(1, None)), (":stride3", slice(None, None, 3)),
+                        (":dst1", slice(None))):
         np.testing.assert_array_equal(out[key + suffix].view(np.uint32),
                                       exact_f32(bits[sel]).view(np.uint32), err_msg=suffix)
 
@@ -101,6 +102,7 @@ def test_narrow_float32_matches_integer_reference(out, key):
     same_bits(out[key], reference_round(x))
     same_bits(out[key + ":off1"], reference_round(x[1:]))
     same_bits(out[key + ":stride3"], reference_round(x[::3]))
+    same_bits(out[key + ":dst1"], reference_round(x))
 
 
 def test_narrow_float32_overflow_flag(out):
@@ -123,6 +125,7 @@ def test_narrow_float64_matches_exact_rounding(out):
     same_bits(out["f64:random"], f64_reference(x))
     same_bits(out["f64:random:off1"], f64_reference(x[1:]))
     same_bits(out["f64:random:stride3"], f64_reference(x[::3]))
+    same_bits(out["f64:random:dst1"], f64_reference(x))
 
 
 def test_narrow_float64_flags(out):
