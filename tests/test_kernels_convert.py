@@ -136,6 +136,7 @@ def test_narrow_float64_matches_exact_rounding(out):
     same_bits(out["f64:random:off1"], ref[1:])
     same_bits(out["f64:random:stride3"], ref[::3])
     same_bits(out["f64:random:dst1"], ref)
+    same_bits(out["f64:random:complex"], ref)
 
 
 def test_narrow_float64_flags(out):
@@ -145,7 +146,11 @@ def test_narrow_float64_flags(out):
         assert overflow and not underflow
         overflow, underflow, _ = out[f"f64:under{pos}:flags"]
         assert underflow and not overflow, f"underflow at {pos} not reported"
+        assert (out[f"f64:ovf{pos}:complex_flags"] == [True, False, False]).all()
+        assert (out[f"f64:under{pos}:complex_flags"] == [False, True, False]).all()
     # inf, NaN, exact subnormals and values below the threshold raise nothing
     assert not out["f64:noflag:flags"].any()
+    assert not out["f64:noflag:complex_flags"].any()
     # exact in float32 but not in bfloat16, and below 2**-126: an underflow as for float16
     assert out["f64:tiny_exact_f32:flags"][1]
+    assert out["f64:tiny_exact_f32:complex_flags"][1]
