@@ -34,8 +34,9 @@ F32_EDGE = f32([
 
 
 def f64_inputs() -> np.ndarray:
-    """Random float64 across the bfloat16 range (subnormals, overflow, ties) plus specials."""
-    n = 1_000_000
+    """Random float64 across the bfloat16 range (subnormals, overflow, ties) plus specials;
+    2.1 M of them, so the output (over 4 MiB) takes the streaming-store path."""
+    n = 2_100_000
     sign = RNG.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
     exp = RNG.integers(1023 - 150, 1023 + 132, n, dtype=np.uint64) << np.uint64(52)
     man = RNG.integers(0, 1 << 52, n, dtype=np.uint64)
