@@ -115,8 +115,22 @@ warn_complex(void)
     }
 WIDE_TO_BF16(longdouble, long double, 1, ld_to_bf16, 0)
 WIDE_TO_BF16(cfloat, float, 2, f32_to_bf16, 1)
-WIDE_TO_BF16(cdouble, double, 2, f64_to_bf16, 1)
 WIDE_TO_BF16(clongdouble, long double, 2, ld_to_bf16, 1)
+
+static void
+cdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
+{
+    (void)a; (void)b;
+    warn_complex();
+    int overflow = 0, underflow = 0;
+    bf16_from_f64_array(from, 16, to, 2, (ptrdiff_t)n, &overflow, &underflow); /* real parts */
+    if (overflow) {
+        bf16_raise_overflow();
+    }
+    if (underflow) {
+        feraiseexcept(FE_UNDERFLOW);
+    }
+}
 
 static void
 object_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)

@@ -16,11 +16,12 @@ from bfloat16_dtype import _ext, bfloat16
 
 
 def flags_of(fn):
+    # ComplexWarning is not a floating-point flag: keep it out of the record
     """Run fn under errstate(all='warn'); return (result, names of the warnings raised)."""
     with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
         warnings.simplefilter("always")
         out = fn()
-    text = " ".join(str(w.message) for w in caught)
+    text = " ".join(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning))
     return out, np.array(["overflow" in text, "underflow" in text, "invalid" in text])
 
 
@@ -35,6 +36,9 @@ def main(src: str, dst: str) -> None:
             out[key] = b.astype(np.float32)
             out[key + ":off1"] = b[1:].astype(np.float32)
             out[key + ":stride3"] = b[::3].astype(np.float32)
+            shifted = np.empty(b.size + 1, np.float32)[1:]  # output start shifted by one element
+            np.copyto(shifted, b, casting="unsafe")
+            out[key + ":dst1"] = shifted
         elif kind in ("f32", "f64"):  # -> bfloat16 bits, and the warnings the cast raised
             res, fl = flags_of(lambda: x.astype(bfloat16))
             out[key] = res.view(np.uint16)
@@ -43,6 +47,17 @@ def main(src: str, dst: str) -> None:
             out[key + ":off1"] = res.view(np.uint16)
             res, _ = flags_of(lambda: x[::3].astype(bfloat16))
             out[key + ":stride3"] = res.view(np.uint16)
+            shifted = np.empty(x.size + 1, bfloat16)[1:]  # output start shifted by one element
+            flags_of(lambda: np.copyto(shifted, x, casting="unsafe"))
+            out[key + ":dst1"] = shifted.view(np.uint16)
+            if kind == "f64":  # the real parts of complex128 take the strided float64 path
+                c = np.empty(x.size, np.complex128)
+                c.real, c.imag = x, 0.5  # not x + 0.5j, which turns -0.0 into +0.0
+                res, fl = flags_of(lambda: c.astype(bfloat16))
+                out[key + ":complex"] = res.view(np.uint16)
+                out[key + ":complex_flags"] = fl
+        elif kind == "prod":
+            out[key] = np.atleast_1d(x.view(bfloat16).prod()).view(np.uint16)
         elif kind == "red":  # reductions over bfloat16 bits
             b = x.view(bfloat16)
             out[key + ":sum"] = np.atleast_1d(b.sum()).view(np.uint16)

@@ -8,6 +8,8 @@ Array lengths cover the vector bodies, masked heads and tails, and the streaming
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -32,8 +34,9 @@ F32_EDGE = f32([
 
 
 def f64_inputs() -> np.ndarray:
-    """Random float64 across the bfloat16 range (subnormals, overflow, ties) plus specials."""
-    n = 1_000_000
+    """Random float64 across the bfloat16 range (subnormals, overflow, ties) plus specials;
+    2.1 M of them, so the output (over 4 MiB) takes the streaming-store path."""
+    n = 2_100_000
     sign = RNG.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
     exp = RNG.integers(1023 - 150, 1023 + 132, n, dtype=np.uint64) << np.uint64(52)
     man = RNG.integers(0, 1 << 52, n, dtype=np.uint64)
@@ -90,17 +93,27 @@ def same_bits(got, want):
 @pytest.mark.parametrize("key", ["bf16:all", "bf16:big"])
 def test_widen_every_pattern(out, key):
     bits = INPUTS[key]
-    for suffix, sel in (("", slice(None)), (":off1", slice(1, None)), (":stride3", slice(None, None, 3))):
+    for suffix, sel in (("", slice(None)), (":off1", slice(1, None)), (":stride3", slice(None, None, 3)),
+                        (":dst1", slice(None))):
         np.testing.assert_array_equal(out[key + suffix].view(np.uint32),
                                       exact_f32(bits[sel]).view(np.uint32), err_msg=suffix)
 
 
+@functools.lru_cache(maxsize=None)
+def reference(key: str) -> np.ndarray:
+    """The reference bits of an input, computed once (it is elementwise, so slices of it are
+    the references of the sliced inputs)."""
+    x = INPUTS[key]
+    return f64_reference(x) if key.startswith("f64") else reference_round(x)
+
+
 @pytest.mark.parametrize("key", ["f32:edge", "f32:random"])
 def test_narrow_float32_matches_integer_reference(out, key):
-    x = INPUTS[key]
-    same_bits(out[key], reference_round(x))
-    same_bits(out[key + ":off1"], reference_round(x[1:]))
-    same_bits(out[key + ":stride3"], reference_round(x[::3]))
+    ref = reference(key)
+    same_bits(out[key], ref)
+    same_bits(out[key + ":off1"], ref[1:])
+    same_bits(out[key + ":stride3"], ref[::3])
+    same_bits(out[key + ":dst1"], ref)
 
 
 def test_narrow_float32_overflow_flag(out):
@@ -119,10 +132,12 @@ def f64_reference(x: np.ndarray) -> np.ndarray:
 
 
 def test_narrow_float64_matches_exact_rounding(out):
-    x = INPUTS["f64:random"]
-    same_bits(out["f64:random"], f64_reference(x))
-    same_bits(out["f64:random:off1"], f64_reference(x[1:]))
-    same_bits(out["f64:random:stride3"], f64_reference(x[::3]))
+    ref = reference("f64:random")
+    same_bits(out["f64:random"], ref)
+    same_bits(out["f64:random:off1"], ref[1:])
+    same_bits(out["f64:random:stride3"], ref[::3])
+    same_bits(out["f64:random:dst1"], ref)
+    same_bits(out["f64:random:complex"], ref)
 
 
 def test_narrow_float64_flags(out):
@@ -132,7 +147,11 @@ def test_narrow_float64_flags(out):
         assert overflow and not underflow
         overflow, underflow, _ = out[f"f64:under{pos}:flags"]
         assert underflow and not overflow, f"underflow at {pos} not reported"
+        assert (out[f"f64:ovf{pos}:complex_flags"] == [True, False, False]).all()
+        assert (out[f"f64:under{pos}:complex_flags"] == [False, True, False]).all()
     # inf, NaN, exact subnormals and values below the threshold raise nothing
     assert not out["f64:noflag:flags"].any()
+    assert not out["f64:noflag:complex_flags"].any()
     # exact in float32 but not in bfloat16, and below 2**-126: an underflow as for float16
     assert out["f64:tiny_exact_f32:flags"][1]
+    assert out["f64:tiny_exact_f32:complex_flags"][1]

@@ -314,22 +314,33 @@ KTARGET_AVX512 static inline __m256i f64_to_bf16_16_avx512(__m512d x0, __m512d x
     return _mm512_cvtepi32_epi16(r);
 }
 
+KTARGET_AVX512 static inline void f64_tail_avx512(const char *s, char *d, ptrdiff_t m, __m512i *ovf,
+                                                  __m512i *unf)
+{
+    __mmask16 k = (__mmask16)((1u << m) - 1u); /* m in 1..15 */
+    __m512d x0 = _mm512_maskz_loadu_pd((__mmask8)(k & 0xff), s);
+    __m512d x1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), s + 64);
+    _mm256_mask_storeu_epi16(d, k, f64_to_bf16_16_avx512(x0, x1, ovf, unf));
+}
+
 KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
 {
     __m512i ovf = _mm512_setzero_si512(), unf = _mm512_setzero_si512();
     ptrdiff_t i = 0;
+    int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
+    if (stream) {
+        /* masked head up to a 32-byte aligned destination (at most 15 elements) */
+        i = (ptrdiff_t)(((32u - ((uintptr_t)d & 31u)) & 31u) / 2u);
+        if (i) f64_tail_avx512(s, d, i, &ovf, &unf);
+    }
     for (; i + 16 <= n; i += 16) {
         __m256i h = f64_to_bf16_16_avx512(_mm512_loadu_pd(s + 8 * i), _mm512_loadu_pd(s + 8 * i + 64),
                                           &ovf, &unf);
-        _mm256_storeu_si256((void *)(d + 2 * i), h);
+        if (stream) _mm256_stream_si256((void *)(d + 2 * i), h);
+        else _mm256_storeu_si256((void *)(d + 2 * i), h);
     }
-    if (i < n) {
-        ptrdiff_t m = n - i; /* 1..15 */
-        __mmask16 k = (__mmask16)((1u << m) - 1u);
-        __m512d x0 = _mm512_maskz_loadu_pd((__mmask8)(k & 0xff), s + 8 * i);
-        __m512d x1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), s + 8 * i + 64);
-        _mm256_mask_storeu_epi16(d + 2 * i, k, f64_to_bf16_16_avx512(x0, x1, &ovf, &unf));
-    }
+    if (stream) _mm_sfence();
+    if (i < n) f64_tail_avx512(s + 8 * i, d + 2 * i, n - i, &ovf, &unf);
     return (_mm512_movepi32_mask(ovf) ? BF16K_OVERFLOW : 0) |
            (_mm512_movepi32_mask(unf) ? BF16K_UNDERFLOW : 0);
 }

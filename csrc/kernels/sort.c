@@ -39,7 +39,7 @@
  * bf16_sort_key() without branches: the bf16.h version compiles to a sign test that random
  * data mispredicts half the time, which doubled the cost of the radix passes. Same mapping
  * (-0.0 -> key of +0.0, every NaN -> 0xffff, negatives bit-inverted, positives offset by the
- * sign bit); the test harness compares it with bf16_sort_key over all 65,536 patterns.
+ * sign bit); tests/test_kernels_sort.py sorts all 65,536 patterns against numpy's float32 order.
  */
 KINLINE uint16_t sort_key(uint16_t h)
 {
