@@ -281,6 +281,173 @@ bf16_to_object(void *from, void *to, npy_intp n, void *a, void *b)
     }
 }
 
+/* ---- casts given to the DType spec (dtype.c) ------------------------------------------ */
+
+/* bfloat16 -> bfloat16: a copy, or a byte swap between byte orders. */
+static NPY_CASTING
+copy_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                         PyArray_DTypeMeta *const *NPY_UNUSED(dtypes),
+                         PyArray_Descr *const *given, PyArray_Descr **loop,
+                         npy_intp *view_offset)
+{
+    Py_INCREF(given[0]);
+    loop[0] = given[0];
+    if (given[1] == NULL) {
+        Py_INCREF(given[0]);
+        loop[1] = given[0];
+    }
+    else {
+        Py_INCREF(given[1]);
+        loop[1] = given[1];
+    }
+    if (PyArray_ISNBO(loop[0]->byteorder) == PyArray_ISNBO(loop[1]->byteorder)) {
+        *view_offset = 0;
+        return NPY_NO_CASTING;
+    }
+    return NPY_EQUIV_CASTING;
+}
+
+static int
+copy_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dimensions,
+          const npy_intp *strides, NpyAuxData *NPY_UNUSED(auxdata))
+{
+    PyArray_Descr *const *d = context->descriptors;
+    int swap = PyArray_ISNBO(d[0]->byteorder) != PyArray_ISNBO(d[1]->byteorder);
+    const char *in = data[0];
+    char *out = data[1];
+    for (npy_intp i = 0; i < dimensions[0]; i++) {
+        bf16_t h;
+        memcpy(&h, in + i * strides[0], 2);
+        if (swap) {
+            h = (bf16_t)((h >> 8) | (h << 8));
+        }
+        memcpy(out + i * strides[1], &h, 2);
+    }
+    return 0;
+}
+
+/*
+ * bfloat16 -> str/bytes: the shortest digits that round back (str(bfloat16)). Without a
+ * given width the result is 32 characters wide, as NumPy sizes float16's; a narrower given
+ * width truncates the text and makes the cast same_kind rather than safe, as for float16.
+ */
+#define TEXT_WIDTH 32
+
+static NPY_CASTING
+text_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                         PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
+                         PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
+{
+    int unicode = dtypes[1]->type_num == NPY_UNICODE;
+    npy_intp needed = unicode ? 4 * TEXT_WIDTH : TEXT_WIDTH;
+    if (given[1] == NULL) {
+        loop[1] = PyArray_DescrNewFromType(unicode ? NPY_UNICODE : NPY_STRING);
+        if (loop[1] == NULL) {
+            return (NPY_CASTING)-1;
+        }
+        loop[1]->elsize = (int)needed;
+    }
+    else if (PyArray_ISNBO(given[1]->byteorder)) {
+        Py_INCREF(given[1]);
+        loop[1] = given[1];
+    }
+    else {
+        loop[1] = PyArray_DescrNewByteorder(given[1], NPY_NATIVE);
+        if (loop[1] == NULL) {
+            return (NPY_CASTING)-1;
+        }
+    }
+    if (PyArray_ISNBO(given[0]->byteorder)) {
+        Py_INCREF(given[0]);
+        loop[0] = given[0];
+    }
+    else {
+        loop[0] = PyArray_DescrNewByteorder(given[0], NPY_NATIVE);
+        if (loop[0] == NULL) {
+            Py_DECREF(loop[1]);
+            return (NPY_CASTING)-1;
+        }
+    }
+    return loop[1]->elsize >= needed ? NPY_SAFE_CASTING : NPY_SAME_KIND_CASTING;
+}
+
+static int
+to_text_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dimensions,
+             const npy_intp *strides, NpyAuxData *NPY_UNUSED(auxdata))
+{
+    PyArray_Descr *out_descr = context->descriptors[1];
+    int unicode = out_descr->type_num == NPY_UNICODE;
+    npy_intp width = unicode ? out_descr->elsize / 4 : out_descr->elsize;
+    for (npy_intp i = 0; i < dimensions[0]; i++) {
+        bf16_t h;
+        memcpy(&h, data[0] + i * strides[0], 2);
+        char *out = data[1] + i * strides[1];
+        PyObject *text = bf16_shortest_str(h); /* ASCII digits, sign, '.', 'e', "nan", "inf" */
+        if (text == NULL) {
+            return -1;
+        }
+        npy_intp len = PyUnicode_GET_LENGTH(text);
+        for (npy_intp k = 0; k < width; k++) {
+            Py_UCS4 c = k < len ? PyUnicode_READ_CHAR(text, k) : 0;
+            if (unicode) {
+                memcpy(out + 4 * k, &c, 4);
+            }
+            else {
+                out[k] = (char)c;
+            }
+        }
+        Py_DECREF(text);
+    }
+    return 0;
+}
+
+static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec;
+static PyArray_DTypeMeta *copy_dtypes[2], *to_unicode_dtypes[2], *to_bytes_dtypes[2];
+static PyArrayMethod_Spec *spec_casts[4];
+
+PyArrayMethod_Spec **
+bf16_spec_casts(void)
+{
+    static PyType_Slot copy_slots[] = {
+        {NPY_METH_resolve_descriptors, copy_resolve_descriptors},
+        {NPY_METH_strided_loop, copy_loop},
+        {NPY_METH_unaligned_strided_loop, copy_loop},
+        {0, NULL},
+    };
+    static PyType_Slot text_slots[] = {
+        {NPY_METH_resolve_descriptors, text_resolve_descriptors},
+        {NPY_METH_strided_loop, to_text_loop},
+        {NPY_METH_unaligned_strided_loop, to_text_loop},
+        {0, NULL},
+    };
+    /* NULL in dtypes stands for the DType being created */
+    copy_dtypes[0] = copy_dtypes[1] = NULL;
+    copy_spec = (PyArrayMethod_Spec){
+        .name = "bfloat16_copy", .nin = 1, .nout = 1, .casting = NPY_EQUIV_CASTING,
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_NO_FLOATINGPOINT_ERRORS,
+        .dtypes = copy_dtypes, .slots = copy_slots,
+    };
+    to_unicode_dtypes[0] = NULL;
+    to_unicode_dtypes[1] = &PyArray_UnicodeDType;
+    to_unicode_spec = (PyArrayMethod_Spec){
+        .name = "bfloat16_to_str", .nin = 1, .nout = 1, .casting = NPY_SAME_KIND_CASTING,
+        /* the digit search probes out-of-range decimals: its FPU flags are not the cast's */
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_REQUIRES_PYAPI |
+                 NPY_METH_NO_FLOATINGPOINT_ERRORS,
+        .dtypes = to_unicode_dtypes, .slots = text_slots,
+    };
+    to_bytes_dtypes[0] = NULL;
+    to_bytes_dtypes[1] = &PyArray_BytesDType;
+    to_bytes_spec = to_unicode_spec;
+    to_bytes_spec.name = "bfloat16_to_bytes";
+    to_bytes_spec.dtypes = to_bytes_dtypes;
+    spec_casts[0] = &copy_spec;
+    spec_casts[1] = &to_unicode_spec;
+    spec_casts[2] = &to_bytes_spec;
+    spec_casts[3] = NULL;
+    return spec_casts;
+}
+
 /* ---- registration ---------------------------------------------------------------------- */
 
 typedef struct {
