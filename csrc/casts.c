@@ -266,21 +266,6 @@ BF16_TO_COMPLEX(cfloat, float)
 BF16_TO_COMPLEX(cdouble, double)
 BF16_TO_COMPLEX(clongdouble, long double)
 
-static void
-bf16_to_object(void *from, void *to, npy_intp n, void *a, void *b)
-{
-    (void)a; (void)b;
-    for (npy_intp i = 0; i < n; i++) {
-        PyObject *obj = bf16_scalar_from_bits(LOAD(bf16_t, from, i));
-        if (obj == NULL) {
-            return;
-        }
-        PyObject *old = LOAD(PyObject *, to, i);
-        STORE(PyObject *, to, i, obj);
-        Py_XDECREF(old);
-    }
-}
-
 /* ---- casts given to the DType spec (dtype.c) ------------------------------------------ */
 
 /* bfloat16 -> bfloat16: a copy, or a byte swap between byte orders. */
@@ -401,9 +386,33 @@ to_text_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *
     return 0;
 }
 
-static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec;
-static PyArray_DTypeMeta *copy_dtypes[2], *to_unicode_dtypes[2], *to_bytes_dtypes[2];
-static PyArrayMethod_Spec *spec_casts[4];
+/* bfloat16 -> object: bfloat16 scalars (NumPy's generic cast would store the Python floats
+ * that x.item() gives). Output slots may hold references already (np.copyto). */
+static int
+to_object_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
+               const npy_intp *dimensions, const npy_intp *strides,
+               NpyAuxData *NPY_UNUSED(auxdata))
+{
+    for (npy_intp i = 0; i < dimensions[0]; i++) {
+        bf16_t h;
+        memcpy(&h, data[0] + i * strides[0], 2);
+        PyObject *obj = bf16_scalar_from_bits(h);
+        if (obj == NULL) {
+            return -1;
+        }
+        char *out = data[1] + i * strides[1];
+        PyObject *old;
+        memcpy(&old, out, sizeof(old));
+        memcpy(out, &obj, sizeof(obj));
+        Py_XDECREF(old);
+    }
+    return 0;
+}
+
+static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec, to_object_spec;
+static PyArray_DTypeMeta *copy_dtypes[2], *to_unicode_dtypes[2], *to_bytes_dtypes[2],
+        *to_object_dtypes[2];
+static PyArrayMethod_Spec *spec_casts[5];
 
 PyArrayMethod_Spec **
 bf16_spec_casts(void)
@@ -441,10 +450,24 @@ bf16_spec_casts(void)
     to_bytes_spec = to_unicode_spec;
     to_bytes_spec.name = "bfloat16_to_bytes";
     to_bytes_spec.dtypes = to_bytes_dtypes;
+    static PyType_Slot object_slots[] = {
+        {NPY_METH_strided_loop, to_object_loop},
+        {NPY_METH_unaligned_strided_loop, to_object_loop},
+        {0, NULL},
+    };
+    to_object_dtypes[0] = NULL;
+    to_object_dtypes[1] = &PyArray_ObjectDType;
+    to_object_spec = (PyArrayMethod_Spec){
+        .name = "bfloat16_to_object", .nin = 1, .nout = 1, .casting = NPY_SAFE_CASTING,
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_REQUIRES_PYAPI |
+                 NPY_METH_NO_FLOATINGPOINT_ERRORS,
+        .dtypes = to_object_dtypes, .slots = object_slots,
+    };
     spec_casts[0] = &copy_spec;
     spec_casts[1] = &to_unicode_spec;
     spec_casts[2] = &to_bytes_spec;
-    spec_casts[3] = NULL;
+    spec_casts[3] = &to_object_spec;
+    spec_casts[4] = NULL;
     return spec_casts;
 }
 
@@ -476,7 +499,7 @@ static const cast_entry cast_table[] = {
     {NPY_CFLOAT, cfloat_to_bf16, bf16_to_cfloat, 0, 1},
     {NPY_CDOUBLE, cdouble_to_bf16, bf16_to_cdouble, 0, 1},
     {NPY_CLONGDOUBLE, clongdouble_to_bf16, bf16_to_clongdouble, 0, 1},
-    {NPY_OBJECT, object_to_bf16, bf16_to_object, 0, 0},
+    {NPY_OBJECT, object_to_bf16, NULL, 0, 0}, /* out: bfloat16_to_object below */
     {NPY_STRING, string_to_bf16, NULL, 0, 0},
     {NPY_UNICODE, unicode_to_bf16, NULL, 0, 0},
 };

@@ -39,6 +39,8 @@ arr_is_swapped(void *arr)
            !PyArray_ISNOTSWAPPED((PyArrayObject *)arr);
 }
 
+/* x.item() and x.tolist() give Python floats, as for float16; x[0] is a bfloat16 scalar,
+ * which NumPy builds from the bits itself (the proto does not set NPY_USE_GETITEM). */
 static PyObject *
 bf16_getitem(void *data, void *arr)
 {
@@ -46,7 +48,7 @@ bf16_getitem(void *data, void *arr)
     if (arr_is_swapped(arr)) {
         h = swap_bits(h);
     }
-    return bf16_scalar_from_bits(h);
+    return PyFloat_FromDouble(bf16_to_f64(h));
 }
 
 static int
@@ -239,7 +241,7 @@ static PyArray_DescrProto bf16_proto = {
     .kind = 'V',      /* not 'f': the dtype string must not claim to be an IEEE float16 */
     .type = 'E',
     .byteorder = '=',
-    .flags = NPY_USE_GETITEM | NPY_USE_SETITEM,
+    .flags = NPY_USE_SETITEM,
     .type_num = 0,
     .elsize = 2,
     .alignment = 2,
@@ -367,7 +369,7 @@ static PyObject *
 bf16_dt_getitem(PyArray_Descr *descr, char *data)
 {
     bf16_t h = load_bits(data);
-    return bf16_scalar_from_bits(PyArray_ISNBO(descr->byteorder) ? h : swap_bits(h));
+    return PyFloat_FromDouble(bf16_to_f64(PyArray_ISNBO(descr->byteorder) ? h : swap_bits(h)));
 }
 
 static int
@@ -488,6 +490,11 @@ init_dtype(PyObject *module)
     if (bf16_descr == NULL) {
         return -1;
     }
+    /* bfloat16.dtype, as ml_dtypes' types have (instances already had it from np.generic) */
+    if (PyDict_SetItemString(PyBFloat16_Type.tp_dict, "dtype", (PyObject *)bf16_descr) < 0) {
+        return -1;
+    }
+    PyType_Modified(&PyBFloat16_Type);
     Py_INCREF(bf16_descr);
     if (PyModule_AddObject(module, "_dtype", (PyObject *)bf16_descr) < 0) {
         Py_DECREF(bf16_descr);
