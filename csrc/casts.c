@@ -289,19 +289,209 @@ BF16_TO_COMPLEX(cfloat, float)
 BF16_TO_COMPLEX(cdouble, double)
 BF16_TO_COMPLEX(clongdouble, long double)
 
-static void
-bf16_to_object(void *from, void *to, npy_intp n, void *a, void *b)
+/* ---- casts given to the DType spec (dtype.c) ------------------------------------------ */
+
+/* bfloat16 -> bfloat16: a copy, or a byte swap between byte orders. */
+static NPY_CASTING
+copy_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                         PyArray_DTypeMeta *const *NPY_UNUSED(dtypes),
+                         PyArray_Descr *const *given, PyArray_Descr **loop,
+                         npy_intp *view_offset)
 {
-    (void)a; (void)b;
-    for (npy_intp i = 0; i < n; i++) {
-        PyObject *obj = bf16_scalar_from_bits(LOAD(bf16_t, from, i));
-        if (obj == NULL) {
-            return;
+    Py_INCREF(given[0]);
+    loop[0] = given[0];
+    if (given[1] == NULL) {
+        Py_INCREF(given[0]);
+        loop[1] = given[0];
+    }
+    else {
+        Py_INCREF(given[1]);
+        loop[1] = given[1];
+    }
+    if (PyArray_ISNBO(loop[0]->byteorder) == PyArray_ISNBO(loop[1]->byteorder)) {
+        *view_offset = 0;
+        return NPY_NO_CASTING;
+    }
+    return NPY_EQUIV_CASTING;
+}
+
+static int
+copy_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dimensions,
+          const npy_intp *strides, NpyAuxData *NPY_UNUSED(auxdata))
+{
+    PyArray_Descr *const *d = context->descriptors;
+    int swap = PyArray_ISNBO(d[0]->byteorder) != PyArray_ISNBO(d[1]->byteorder);
+    const char *in = data[0];
+    char *out = data[1];
+    for (npy_intp i = 0; i < dimensions[0]; i++) {
+        bf16_t h;
+        memcpy(&h, in + i * strides[0], 2);
+        if (swap) {
+            h = (bf16_t)((h >> 8) | (h << 8));
         }
-        PyObject *old = LOAD(PyObject *, to, i);
-        STORE(PyObject *, to, i, obj);
+        memcpy(out + i * strides[1], &h, 2);
+    }
+    return 0;
+}
+
+/*
+ * bfloat16 -> str/bytes: the shortest digits that round back (str(bfloat16)). Without a
+ * given width the result is 32 characters wide, as NumPy sizes float16's; a narrower given
+ * width truncates the text and makes the cast same_kind rather than safe, as for float16.
+ */
+#define TEXT_WIDTH 32
+
+static NPY_CASTING
+text_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                         PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
+                         PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
+{
+    int unicode = dtypes[1]->type_num == NPY_UNICODE;
+    npy_intp needed = unicode ? 4 * TEXT_WIDTH : TEXT_WIDTH;
+    if (given[1] == NULL) {
+        loop[1] = PyArray_DescrNewFromType(unicode ? NPY_UNICODE : NPY_STRING);
+        if (loop[1] == NULL) {
+            return (NPY_CASTING)-1;
+        }
+        loop[1]->elsize = (int)needed;
+    }
+    else if (PyArray_ISNBO(given[1]->byteorder)) {
+        Py_INCREF(given[1]);
+        loop[1] = given[1];
+    }
+    else {
+        loop[1] = PyArray_DescrNewByteorder(given[1], NPY_NATIVE);
+        if (loop[1] == NULL) {
+            return (NPY_CASTING)-1;
+        }
+    }
+    if (PyArray_ISNBO(given[0]->byteorder)) {
+        Py_INCREF(given[0]);
+        loop[0] = given[0];
+    }
+    else {
+        loop[0] = PyArray_DescrNewByteorder(given[0], NPY_NATIVE);
+        if (loop[0] == NULL) {
+            Py_DECREF(loop[1]);
+            return (NPY_CASTING)-1;
+        }
+    }
+    return loop[1]->elsize >= needed ? NPY_SAFE_CASTING : NPY_SAME_KIND_CASTING;
+}
+
+static int
+to_text_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dimensions,
+             const npy_intp *strides, NpyAuxData *NPY_UNUSED(auxdata))
+{
+    PyArray_Descr *out_descr = context->descriptors[1];
+    int unicode = out_descr->type_num == NPY_UNICODE;
+    npy_intp width = unicode ? out_descr->elsize / 4 : out_descr->elsize;
+    for (npy_intp i = 0; i < dimensions[0]; i++) {
+        bf16_t h;
+        memcpy(&h, data[0] + i * strides[0], 2);
+        char *out = data[1] + i * strides[1];
+        PyObject *text = bf16_shortest_str(h); /* ASCII digits, sign, '.', 'e', "nan", "inf" */
+        if (text == NULL) {
+            return -1;
+        }
+        npy_intp len = PyUnicode_GET_LENGTH(text);
+        for (npy_intp k = 0; k < width; k++) {
+            Py_UCS4 c = k < len ? PyUnicode_READ_CHAR(text, k) : 0;
+            if (unicode) {
+                memcpy(out + 4 * k, &c, 4);
+            }
+            else {
+                out[k] = (char)c;
+            }
+        }
+        Py_DECREF(text);
+    }
+    return 0;
+}
+
+/* bfloat16 -> object: bfloat16 scalars (NumPy's generic cast would store the Python floats
+ * that x.item() gives). Output slots may hold references already (np.copyto). */
+static int
+to_object_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
+               const npy_intp *dimensions, const npy_intp *strides,
+               NpyAuxData *NPY_UNUSED(auxdata))
+{
+    for (npy_intp i = 0; i < dimensions[0]; i++) {
+        bf16_t h;
+        memcpy(&h, data[0] + i * strides[0], 2);
+        PyObject *obj = bf16_scalar_from_bits(h);
+        if (obj == NULL) {
+            return -1;
+        }
+        char *out = data[1] + i * strides[1];
+        PyObject *old;
+        memcpy(&old, out, sizeof(old));
+        memcpy(out, &obj, sizeof(obj));
         Py_XDECREF(old);
     }
+    return 0;
+}
+
+static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec, to_object_spec;
+static PyArray_DTypeMeta *copy_dtypes[2], *to_unicode_dtypes[2], *to_bytes_dtypes[2],
+        *to_object_dtypes[2];
+static PyArrayMethod_Spec *spec_casts[5];
+
+PyArrayMethod_Spec **
+bf16_spec_casts(void)
+{
+    static PyType_Slot copy_slots[] = {
+        {NPY_METH_resolve_descriptors, copy_resolve_descriptors},
+        {NPY_METH_strided_loop, copy_loop},
+        {NPY_METH_unaligned_strided_loop, copy_loop},
+        {0, NULL},
+    };
+    static PyType_Slot text_slots[] = {
+        {NPY_METH_resolve_descriptors, text_resolve_descriptors},
+        {NPY_METH_strided_loop, to_text_loop},
+        {NPY_METH_unaligned_strided_loop, to_text_loop},
+        {0, NULL},
+    };
+    /* NULL in dtypes stands for the DType being created */
+    copy_dtypes[0] = copy_dtypes[1] = NULL;
+    copy_spec = (PyArrayMethod_Spec){
+        .name = "bfloat16_copy", .nin = 1, .nout = 1, .casting = NPY_EQUIV_CASTING,
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_NO_FLOATINGPOINT_ERRORS,
+        .dtypes = copy_dtypes, .slots = copy_slots,
+    };
+    to_unicode_dtypes[0] = NULL;
+    to_unicode_dtypes[1] = &PyArray_UnicodeDType;
+    to_unicode_spec = (PyArrayMethod_Spec){
+        .name = "bfloat16_to_str", .nin = 1, .nout = 1, .casting = NPY_SAME_KIND_CASTING,
+        /* the digit search probes out-of-range decimals: its FPU flags are not the cast's */
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_REQUIRES_PYAPI |
+                 NPY_METH_NO_FLOATINGPOINT_ERRORS,
+        .dtypes = to_unicode_dtypes, .slots = text_slots,
+    };
+    to_bytes_dtypes[0] = NULL;
+    to_bytes_dtypes[1] = &PyArray_BytesDType;
+    to_bytes_spec = to_unicode_spec;
+    to_bytes_spec.name = "bfloat16_to_bytes";
+    to_bytes_spec.dtypes = to_bytes_dtypes;
+    static PyType_Slot object_slots[] = {
+        {NPY_METH_strided_loop, to_object_loop},
+        {NPY_METH_unaligned_strided_loop, to_object_loop},
+        {0, NULL},
+    };
+    to_object_dtypes[0] = NULL;
+    to_object_dtypes[1] = &PyArray_ObjectDType;
+    to_object_spec = (PyArrayMethod_Spec){
+        .name = "bfloat16_to_object", .nin = 1, .nout = 1, .casting = NPY_SAFE_CASTING,
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_REQUIRES_PYAPI |
+                 NPY_METH_NO_FLOATINGPOINT_ERRORS,
+        .dtypes = to_object_dtypes, .slots = object_slots,
+    };
+    spec_casts[0] = &copy_spec;
+    spec_casts[1] = &to_unicode_spec;
+    spec_casts[2] = &to_bytes_spec;
+    spec_casts[3] = &to_object_spec;
+    spec_casts[4] = NULL;
+    return spec_casts;
 }
 
 /* ---- registration ---------------------------------------------------------------------- */
@@ -332,7 +522,7 @@ static const cast_entry cast_table[] = {
     {NPY_CFLOAT, cfloat_to_bf16, bf16_to_cfloat, 0, 1},
     {NPY_CDOUBLE, cdouble_to_bf16, bf16_to_cdouble, 0, 1},
     {NPY_CLONGDOUBLE, clongdouble_to_bf16, bf16_to_clongdouble, 0, 1},
-    {NPY_OBJECT, object_to_bf16, bf16_to_object, 0, 0},
+    {NPY_OBJECT, object_to_bf16, NULL, 0, 0}, /* out: bfloat16_to_object below */
     {NPY_STRING, string_to_bf16, NULL, 0, 0},
     {NPY_UNICODE, unicode_to_bf16, NULL, 0, 0},
 };

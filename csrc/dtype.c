@@ -40,6 +40,8 @@ arr_is_swapped(void *arr)
            !PyArray_ISNOTSWAPPED((PyArrayObject *)arr);
 }
 
+/* x.item() and x.tolist() give Python floats, as for float16; x[0] is a bfloat16 scalar,
+ * which NumPy builds from the bits itself (the proto does not set NPY_USE_GETITEM). */
 static PyObject *
 bf16_getitem(void *data, void *arr)
 {
@@ -47,7 +49,7 @@ bf16_getitem(void *data, void *arr)
     if (arr_is_swapped(arr)) {
         h = swap_bits(h);
     }
-    return bf16_scalar_from_bits(h);
+    return PyFloat_FromDouble(bf16_to_f64(h));
 }
 
 static int
@@ -245,7 +247,7 @@ static PyArray_DescrProto bf16_proto = {
     .kind = 'V',      /* not 'f': the dtype string must not claim to be an IEEE float16 */
     .type = 'E',
     .byteorder = '=',
-    .flags = NPY_USE_GETITEM | NPY_USE_SETITEM,
+    .flags = NPY_USE_SETITEM,
     .type_num = 0,
     .elsize = 2,
     .alignment = 2,
@@ -254,6 +256,212 @@ static PyArray_DescrProto bf16_proto = {
     .names = NULL,
     .f = &bf16_arrfuncs,
 };
+
+/* ---- the DType class: built from a spec, keeping a legacy type number -------------------
+ *
+ * NumPy >= 2.5 creates such a DType itself (slot NPY_DT_legacy_descriptor_proto, numpy
+ * gh-31302). On 2.0-2.4 the same result is assembled here in three steps, as NumPy's own
+ * header backport does: take a type number through the legacy API, initialise our class from
+ * the spec, then make the legacy descriptor the class's singleton. Either way the dtype keeps
+ * its type number, ArrFuncs, legacy casts and ufunc loops, and gains the spec's common_dtype
+ * (np.result_type, np.concatenate, ...) and the string casts of casts.c. */
+
+#ifndef NPY_DT_legacy_descriptor_proto
+#define NPY_DT_legacy_descriptor_proto ((1 << 11) - 1) /* the slot id of NumPy 2.5's API */
+#endif
+#define BF16_NPY_2_5_API_VERSION 0x00000016
+#define BF16_DT_LEGACY_FLAG 1 /* NumPy's NPY_DT_LEGACY bit (private in its headers) */
+
+/* NumPy's own entry point, not the header's inline backport where the headers have one. */
+#ifdef _PyArrayInitDTypeMeta_FromSpec
+#define bf16_numpy_init_from_spec _PyArrayInitDTypeMeta_FromSpec
+#else
+#define bf16_numpy_init_from_spec PyArrayInitDTypeMeta_FromSpec
+#endif
+
+/*
+ * repr(dtype) is "dtype(bfloat16)" on every NumPy (2.0-2.3 would print "dtype('void16')",
+ * also inside error messages). The slots are set after PyType_Ready, so Python-level lookups
+ * still find np.dtype.__repr__ and arrayprint keeps printing "dtype=bfloat16"; NumPy before
+ * 2.5 also insists that a spec-built class has its own repr and str.
+ */
+static PyObject *
+bf16_dtype_repr(PyObject *NPY_UNUSED(self))
+{
+    return PyUnicode_FromString("dtype(bfloat16)");
+}
+
+static PyObject *
+bf16_dtype_str(PyObject *self)
+{
+    return PyArrayDescr_Type.tp_str(self);
+}
+
+static PyArray_DTypeMeta BFloat16DType = {{{
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "numpy.dtype[bfloat16]", /* the name NumPy gives a legacy user dtype's class */
+    .tp_basicsize = sizeof(_PyArray_LegacyDescr),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+}}};
+
+/*
+ * The promotion table of README.md ("Promotion"), float16's rules with bfloat16 in its place:
+ * bool/int8/uint8 and Python int/float give bfloat16; float16, int16, uint16 and float32 give
+ * float32; wider integers and float64 give float64; complex follows the float result;
+ * str/bytes give a string wide enough for the digits, as for float16.
+ */
+static PyArray_DTypeMeta *
+bf16_common_dtype(PyArray_DTypeMeta *cls, PyArray_DTypeMeta *other)
+{
+    PyArray_DTypeMeta *res = NULL;
+    if (other == cls || other == &PyArray_PyLongDType || other == &PyArray_PyFloatDType) {
+        res = cls;
+    }
+    else if (other == &PyArray_PyComplexDType) {
+        res = &PyArray_CFloatDType;
+    }
+    else if (other->type_num >= 0 && other->type_num < NPY_NTYPES_LEGACY) { /* NumPy's own */
+        switch (other->type_num) {
+            case NPY_BOOL: case NPY_BYTE: case NPY_UBYTE:
+                res = cls;
+                break;
+            case NPY_SHORT: case NPY_USHORT: case NPY_HALF: case NPY_FLOAT:
+                res = &PyArray_FloatDType;
+                break;
+            case NPY_INT: case NPY_UINT: case NPY_LONG: case NPY_ULONG:
+            case NPY_LONGLONG: case NPY_ULONGLONG: case NPY_DOUBLE:
+                res = &PyArray_DoubleDType;
+                break;
+            case NPY_LONGDOUBLE: case NPY_CFLOAT: case NPY_CDOUBLE: case NPY_CLONGDOUBLE:
+            case NPY_STRING: case NPY_UNICODE: /* as float16: the string cast sizes it */
+                res = other;
+                break;
+            default: /* object decides for itself; datetimes and void have no common type */
+                break;
+        }
+    }
+    if (res == NULL) {
+        Py_INCREF(Py_NotImplemented);
+        return (PyArray_DTypeMeta *)Py_NotImplemented;
+    }
+    Py_INCREF(res);
+    return res;
+}
+
+static PyArray_Descr *
+bf16_default_descr(PyArray_DTypeMeta *cls)
+{
+    Py_INCREF(cls->singleton);
+    return cls->singleton;
+}
+
+static PyArray_Descr *
+bf16_discover_descr(PyArray_DTypeMeta *cls, PyObject *NPY_UNUSED(obj))
+{
+    return bf16_default_descr(cls);
+}
+
+static PyArray_Descr *
+bf16_ensure_canonical(PyArray_Descr *descr)
+{
+    if (PyArray_ISNBO(descr->byteorder)) {
+        Py_INCREF(descr);
+        return descr;
+    }
+    return PyArray_DescrNewByteorder(descr, NPY_NATIVE);
+}
+
+static PyObject *
+bf16_dt_getitem(PyArray_Descr *descr, char *data)
+{
+    bf16_t h = load_bits(data);
+    return PyFloat_FromDouble(bf16_to_f64(PyArray_ISNBO(descr->byteorder) ? h : swap_bits(h)));
+}
+
+static int
+bf16_dt_setitem(PyArray_Descr *descr, PyObject *item, char *data)
+{
+    bf16_t h;
+    if (bf16_from_object(item, &h) < 0) {
+        return -1;
+    }
+    store_bits(data, PyArray_ISNBO(descr->byteorder) ? h : swap_bits(h));
+    return 0;
+}
+
+/* NumPy 2.0-2.4: the three steps described above. */
+static int
+init_from_spec_before_2_5(PyArrayDTypeMeta_Spec *spec)
+{
+    /* 1. A type number from the legacy API. The placeholder scalar type (object) keeps NumPy
+     *    from mapping bfloat16 scalars to the class it creates for the legacy descriptor. */
+    static PyArray_DescrProto numbered;
+    numbered = bf16_proto;
+    numbered.typeobj = &PyBaseObject_Type;
+    int num = PyArray_RegisterDataType(&numbered);
+    if (num < 0) {
+        return -1;
+    }
+    /* 2. Our class from the spec, without the slot these versions do not know. */
+    PyArrayDTypeMeta_Spec rest = *spec;
+    rest.slots = spec->slots + 1;
+    if (bf16_numpy_init_from_spec(&BFloat16DType, &rest) < 0) {
+        return -1;
+    }
+    /* 3. The legacy descriptor becomes an instance of our class and its singleton. */
+    PyArray_Descr *descr = PyArray_DescrFromType(num); /* new reference, kept by the class */
+    if (descr == NULL) {
+        return -1;
+    }
+    PyObject *auto_class = (PyObject *)Py_TYPE(descr);
+    Py_INCREF(&BFloat16DType);
+    Py_SET_TYPE(descr, (PyTypeObject *)&BFloat16DType);
+    Py_DECREF(auto_class);
+    Py_INCREF(&PyBFloat16_Type);
+    Py_XSETREF(descr->typeobj, &PyBFloat16_Type);
+    BFloat16DType.type_num = num;
+    BFloat16DType.singleton = descr;
+    BFloat16DType.flags |= BF16_DT_LEGACY_FLAG;
+    *PyDataType_GetArrFuncs(descr) = bf16_arrfuncs;
+    return 0;
+}
+
+static int
+register_dtype(void)
+{
+    PyType_Slot slots[] = {
+        {NPY_DT_legacy_descriptor_proto, &bf16_proto}, /* must come first */
+        {NPY_DT_common_dtype, bf16_common_dtype},
+        {NPY_DT_discover_descr_from_pyobject, bf16_discover_descr},
+        {NPY_DT_default_descr, bf16_default_descr},
+        {NPY_DT_ensure_canonical, bf16_ensure_canonical},
+        {NPY_DT_getitem, bf16_dt_getitem},
+        {NPY_DT_setitem, bf16_dt_setitem},
+        {0, NULL},
+    };
+    PyArrayMethod_Spec **casts = bf16_spec_casts();
+    if (casts == NULL) {
+        return -1;
+    }
+    PyArrayDTypeMeta_Spec spec = {
+        .typeobj = &PyBFloat16_Type,
+        .flags = NPY_DT_NUMERIC,
+        .casts = casts,
+        .slots = slots,
+        .baseclass = NULL,
+    };
+    Py_SET_TYPE(&BFloat16DType, &PyArrayDTypeMeta_Type);
+    ((PyTypeObject *)&BFloat16DType)->tp_base = &PyArrayDescr_Type;
+    if (PyType_Ready((PyTypeObject *)&BFloat16DType) < 0) {
+        return -1;
+    }
+    ((PyTypeObject *)&BFloat16DType)->tp_repr = bf16_dtype_repr;
+    ((PyTypeObject *)&BFloat16DType)->tp_str = bf16_dtype_str;
+    if (PyArray_RUNTIME_VERSION >= BF16_NPY_2_5_API_VERSION) {
+        return bf16_numpy_init_from_spec(&BFloat16DType, &spec);
+    }
+    return init_from_spec_before_2_5(&spec);
+}
 
 int
 init_dtype(PyObject *module)
@@ -280,19 +488,23 @@ init_dtype(PyObject *module)
     bf16_arrfuncs.argsort[NPY_STABLESORT] = bf16_argsort;
 
     Py_SET_TYPE(&bf16_proto, &PyArrayDescr_Type);
-    int num = PyArray_RegisterDataType(&bf16_proto);
-    if (num < 0) {
+    if (register_dtype() < 0) {
         return -1;
     }
-    bf16_type_num = num;
-    bf16_descr = PyArray_DescrFromType(num);
+    bf16_type_num = BFloat16DType.type_num;
+    bf16_descr = PyArray_DescrFromType(bf16_type_num);
     if (bf16_descr == NULL) {
         return -1;
     }
+    /* bfloat16.dtype, as ml_dtypes' types have (instances already had it from np.generic) */
+    if (PyDict_SetItemString(PyBFloat16_Type.tp_dict, "dtype", (PyObject *)bf16_descr) < 0) {
+        return -1;
+    }
+    PyType_Modified(&PyBFloat16_Type);
     Py_INCREF(bf16_descr);
     if (PyModule_AddObject(module, "_dtype", (PyObject *)bf16_descr) < 0) {
         Py_DECREF(bf16_descr);
         return -1;
     }
-    return PyModule_AddIntConstant(module, "_type_num", num);
+    return PyModule_AddIntConstant(module, "_type_num", bf16_type_num);
 }

@@ -44,6 +44,9 @@ int bf16_from_object(PyObject *obj, bf16_t *out);
 /* Shortest decimal digits that round back to the same bfloat16, as a Python str (like repr(float)). */
 PyObject *bf16_shortest_str(bf16_t bits);
 
+/* casts.c: the casts given to the DType spec (NULL-terminated), or NULL with an error set. */
+PyArrayMethod_Spec **bf16_spec_casts(void);
+
 int init_scalar(PyObject *module);
 int init_dtype(PyObject *module);
 int init_casts(PyObject *module);

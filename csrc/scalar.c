@@ -109,7 +109,12 @@ bf16_from_pylong(PyObject *obj, bf16_t *out)
         return -1;
     }
     if (nbits > 129) { /* beyond 2^129 every bfloat16 rounding is inf */
+        /* past float's range: OverflowError, as np.float16 and np.float32 raise */
+        double d = PyLong_AsDouble(mag);
         Py_DECREF(mag);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
         *out = neg ? BF16_NINF : BF16_INF;
         return 0;
     }
@@ -149,6 +154,17 @@ bf16_from_object(PyObject *obj, bf16_t *out)
 {
     if (PyBFloat16_Check(obj)) {
         *out = ((PyBFloat16Object *)obj)->value;
+        return 0;
+    }
+    if (PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) == 0 &&
+            PyArray_DESCR((PyArrayObject *)obj)->type_num == bf16_type_num) {
+        /* a 0-d bfloat16 array gives its bits, NaN payload included (getitem gives a float) */
+        PyObject *scalar = PyArray_ToScalar(PyArray_DATA((PyArrayObject *)obj), obj);
+        if (scalar == NULL) {
+            return -1;
+        }
+        *out = ((PyBFloat16Object *)scalar)->value;
+        Py_DECREF(scalar);
         return 0;
     }
     if (PyBool_Check(obj)) {
@@ -376,6 +392,12 @@ bf16_scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     PyObject *value = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:bfloat16", kwlist, &value)) {
         return NULL;
+    }
+    /* Like np.float16(...): an array (not 0-d), list or tuple gives a bfloat16 array. */
+    if (value != NULL && (PyList_Check(value) || PyTuple_Check(value) ||
+                          (PyArray_Check(value) && PyArray_NDIM((PyArrayObject *)value) > 0))) {
+        Py_INCREF(bf16_descr);
+        return PyArray_FromAny(value, bf16_descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
     }
     bf16_t bits = 0;
     if (value != NULL && bf16_from_object(value, &bits) < 0) {

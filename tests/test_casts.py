@@ -186,16 +186,69 @@ def test_bf16_to_object_gives_scalars(all_bits, all_values):
     np.testing.assert_array_equal(bits_of(back), all_bits)
 
 
-@pytest.mark.parametrize("target", ["U", "S", "U32", "S32"])
-def test_bf16_to_text_is_clear_error_or_exact(target):
-    x = np.array([0.1, -3.140625, 1e30], bfloat16)
-    try:
-        s = x.astype(target)
-    except TypeError as e:
-        assert "bfloat16" in str(e)
-        assert target[0] in str(e) or ("Str" in str(e) if target[0] == "U" else "Bytes" in str(e))
-    else:  # if it ever works, it must not truncate
-        assert [bfloat16(v).bits for v in s.tolist()] == bits_of(x).tolist()
+def _fewest_digits(bits: int) -> int:
+    """Independent reference: the fewest significant digits of a decimal that rounds (exactly,
+    by rational arithmetic) back to the finite bfloat16 `bits`."""
+    v = float((np.array([bits], np.uint32) << 16).view(np.float32)[0])
+    for p in range(1, 10):
+        m, e = f"{v:.{p - 1}e}".split("e")
+        mant = int(m.replace(".", "").replace("-", ""))
+        for cand in (mant - 1, mant, mant + 1):  # power-of-2 gaps are lopsided
+            q = Fraction(cand) * Fraction(10) ** (int(e) - (p - 1))
+            if fraction_to_bits(-q if v < 0 else q) == bits:
+                return p
+    raise AssertionError(bits)
+
+
+def _significant_digits(text: str) -> int:
+    mant = text.lstrip("-").split("e")[0].replace(".", "")
+    return len(mant.lstrip("0").rstrip("0")) or 1
+
+
+def test_bf16_to_str_all_patterns_shortest_round_trip(all_bits, all_values):
+    """astype(str): every finite value's text is a decimal that rounds back (exactly) to the
+    same bits, with the fewest significant digits that do; NaN/inf read 'nan'/'inf'."""
+    s = all_values.astype(str)
+    assert s.dtype == np.dtype("U32")  # as NumPy sizes float16's
+    texts = s.tolist()
+    f = exact_f32(all_bits)
+    for b in range(65536):
+        if np.isfinite(f[b]):
+            sign = 0x8000 if texts[b].startswith("-") else 0
+            assert fraction_to_bits(abs(Fraction(texts[b]))) | sign == b, (b, texts[b])
+        elif np.isnan(f[b]):
+            assert texts[b] == "nan"
+        else:
+            assert texts[b] == ("-inf" if f[b] < 0 else "inf")
+    for b in range(1, 65536, 101):  # digit counts against the brute-force reference
+        if np.isfinite(f[b]):
+            assert _significant_digits(texts[b]) == _fewest_digits(b), (b, texts[b])
+    np.testing.assert_array_equal(all_values.astype("S"), s.astype("S"))
+
+
+@pytest.mark.parametrize("target", ["U3", "S3", "U1", "U40", ">U5"])
+def test_bf16_to_narrow_text_truncates_like_float16(target):
+    values = [0.5, -1.5, 0.25, 1e30, -np.inf]
+    x = np.array(values, bfloat16)
+    full = x.astype(str).tolist()
+    want = [t[: np.dtype(target).itemsize // (4 if "U" in target else 1)] for t in full]
+    got = x.astype(target)
+    assert got.dtype == np.dtype(target)
+    assert [v if isinstance(v, str) else v.decode() for v in got.tolist()] == want
+    f16 = np.array([0.5, -1.5, 0.25], np.float16).astype(target).tolist()
+    assert got.tolist()[:3] == f16
+
+
+def test_bf16_to_text_casting_levels_like_float16():
+    for t in ("U", "U32", "S32", "U40"):
+        assert np.can_cast(BF, t, "safe") == np.can_cast(np.float16, t, "safe"), t
+    for t in ("U3", "S3"):
+        assert np.can_cast(BF, t, "same_kind") == np.can_cast(np.float16, t, "same_kind"), t
+        assert np.can_cast(BF, t, "safe") == np.can_cast(np.float16, t, "safe"), t
+    x = np.array([1.5, -0.1], bfloat16)
+    assert x.astype(str).tolist() == ["1.5", "-0.1"]
+    assert x.astype(x.dtype.newbyteorder()).astype(str).tolist() == ["1.5", "-0.1"]
+    assert np.array(x[::-1], dtype=str).tolist() == ["-0.1", "1.5"]
 
 
 # ---- safety levels --------------------------------------------------------------------

@@ -22,6 +22,10 @@ import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 from conftest import exact_f32, reference_round
 
+# np.matvec / np.vecmat exist from NumPy 2.2 (np.matmul covers the same loops before)
+HAS_MATVEC = hasattr(np, "matvec")
+needs_matvec = pytest.mark.skipif(not HAS_MATVEC, reason="np.matvec/np.vecmat: NumPy >= 2.2")
+
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 BF16 = np.dtype(bfloat16)
 U = 2.0 ** -24  # float32 unit roundoff
@@ -356,6 +360,7 @@ def test_unaligned_buffers(rng):
     assert np.array_equal(bits_of(out2), ref_bits)
 
 
+@needs_matvec
 def test_unaligned_matvec_vecmat(rng):
     a, A = make(rng, (65, 130))
     v, V = make(rng, (130,))
@@ -518,9 +523,10 @@ def test_numpy_entry_points(rng):
                 np.einsum("ij,jk->ik", a, b, optimize=True), np.inner(a, b.T)):
         assert res.dtype == BF16
         assert_bf16_close(res, A, B)
-    assert_bf16_close(np.matvec(a, v), A, V)
+    if HAS_MATVEC:
+        assert_bf16_close(np.matvec(a, v), A, V)
+        assert_bf16_close(np.vecmat(w, a), W, A)
     assert_bf16_close(np.dot(a, v), A, V)
-    assert_bf16_close(np.vecmat(w, a), W, A)
     assert_bf16_close(np.dot(w, a), W, A)
     r = np.vdot(a[0], a[1])
     assert np.asarray(r).dtype == BF16 and np.ndim(r) == 0
@@ -561,6 +567,7 @@ def test_np_dot_nd(rng):
     assert np.all(np.abs(widen(res) - ref) <= bound + half_ulp_bf16(np.abs(ref) + bound))
 
 
+@needs_matvec
 def test_batched_gufuncs(rng):
     a, A = make(rng, (3, 1, 6, 9))
     v, V = make(rng, (4, 9))
@@ -702,7 +709,7 @@ def test_matvec_vecmat_helpers(rng):
     ref = A @ V
     bound = 50 * U * (np.abs(A) @ np.abs(V))
     assert np.all(np.abs(widen(r) - ref) <= bound + half_ulp_bf16(np.abs(ref) + bound))
-    assert np.array_equal(bits_of(r), bits_of(np.matvec(a, v)))
+    assert np.array_equal(bits_of(r), bits_of(np.matvec(a, v) if HAS_MATVEC else a @ v))
     r32 = bd.matvec(a, v, out_dtype=np.float32)
     assert r32.dtype == F32 and np.all(np.abs(r32 - ref) <= bound)
     r = bd.vecmat(w, a)
@@ -745,11 +752,12 @@ def test_results_do_not_depend_on_thread_count(rng, sa, sb):
 
 
 def test_concurrent_python_threads(rng):
+    matvec = np.matvec if HAS_MATVEC else np.matmul
     a, _ = make(rng, (200, 300))
     b, _ = make(rng, (300, 150))
     v, _ = make(rng, (300,))
     expected = (bits_of(a @ b), bd.matmul(a, b, out_dtype=np.float32).view(np.uint32),
-                bits_of(np.matvec(a, v)))
+                bits_of(matvec(a, v)))
     barrier = threading.Barrier(4)
     failures, errors = [], []
 
@@ -758,7 +766,7 @@ def test_concurrent_python_threads(rng):
             barrier.wait()
             for _ in range(5):
                 got = (bits_of(a @ b), bd.matmul(a, b, out_dtype=np.float32).view(np.uint32),
-                       bits_of(np.matvec(a, v)))
+                       bits_of(matvec(a, v)))
                 if not all(np.array_equal(g, e) for g, e in zip(got, expected)):
                     failures.append(got)
         except BaseException as exc:  # pragma: no cover - reported below

@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+from numpy.lib import NumpyVersion
 
 from bfloat16_dtype import bfloat16
 from numpy._core import arrayprint
@@ -80,10 +81,16 @@ def test_large_and_small_values_scientific():
 
 
 def test_scientific_cutoff_follows_numpy_precision_rule():
-    """numpy 2.4 switches arrays to scientific at 10**min(8, finfo.precision): 100 for
-    bfloat16 (precision 2), 1000 for float16 (precision 3)."""
+    """NumPy >= 2.3 switches arrays to scientific at 10**min(8, finfo.precision): 100 for
+    bfloat16 (precision 2), 1000 for float16 (precision 3). Before 2.3 NumPy used 1e8 for
+    every float type, float16 included, and bfloat16 arrays follow that NumPy's rule."""
+    if NumpyVersion(np.__version__) < "2.3.0":
+        assert str(bf([1000.0, 200.0])) == str(f16([1000.0, 200.0])) == "[1000.  200.]"
+        assert "e+" in str(bf([1e8, 1e6]))
+        return
     cutoff = 10.0 ** min(8, np.finfo(bfloat16).precision)
     assert cutoff == 100.0
+    assert "e+" not in str(f16([999.0, 1.0])) and "e+" in str(f16([1000.0, 1.0]))
     assert "e+" not in str(bf([99.0, 1.0]))
     assert "e+" in str(bf([100.0, 1.0]))
 

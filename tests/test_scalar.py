@@ -8,6 +8,7 @@ import pickle
 from fractions import Fraction
 
 import numpy as np
+from numpy.lib import NumpyVersion
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -102,10 +103,7 @@ def test_construct_from_0d_arrays():
     ("1.5.2", ValueError, "'1.5.2'"),
     ("", ValueError, "''"),
     (None, TypeError, "None"),
-    ([1, 2], TypeError, r"\[1, 2\]"),
-    ((1,), TypeError, r"\(1,\)"),
     ({"a": 1}, TypeError, "'a'"),
-    (np.array([1.0, 2.0]), TypeError, r"\(2,\)"),
     (1 + 2j, TypeError, r"\(1\+2j\)"),
     (np.complex64(3j), TypeError, "3j"),
 ])
@@ -163,6 +161,9 @@ def test_str_shortest_round_trip_all_patterns(all_bits):
                 assert fraction_to_bits(cand) != (b & 0x7FFF), (hex(b), s, cand)
 
 
+@pytest.mark.skipif(NumpyVersion(np.__version__) < "2.3.0",
+                    reason="NumPy < 2.3 prints float16 scalars positionally up to 1e16; bfloat16 "
+                    "scalars print the same on every NumPy (test_str_examples)")
 def test_str_style_matches_float16_where_digits_agree(all_bits):
     """Positional vs scientific notation as numpy prints float16 scalars, on the shared values."""
     values = all_bits.view(bfloat16)
