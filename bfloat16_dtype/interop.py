@@ -190,6 +190,8 @@ class DLPackTensor:
 def _as_ours(x: np.ndarray, what: str) -> np.ndarray:
     if x.dtype == _DTYPE:
         return x
+    if _ml_dtype is None and "ml_dtypes" in sys.modules:  # loaded past the import hook
+        register_ml_dtypes()
     if _ml_dtype is not None and x.dtype == _ml_dtype:
         return x.view(_DTYPE)
     raise TypeError(f"{what} expects a bfloat16 array, got dtype {x.dtype!r} "
