@@ -46,8 +46,9 @@ _DTYPE = np.dtype(bfloat16)
 _lock = threading.Lock()
 _ml_dtype: np.dtype | None = None   # ml_dtypes' bfloat16 dtype once the casts are registered
 
-# DLPack device types whose memory the CPU can read (as NumPy accepts them).
-_HOST_DEVICES = {1: "CPU", 3: "CUDA host", 11: "ROCm host", 13: "CUDA managed"}
+# DLPack device types whose memory the CPU can read (as NumPy accepts them): CPU, CUDA host,
+# ROCm host, CUDA managed.
+_HOST_DEVICES = frozenset({1, 3, 11, 13})
 _DEVICE_NAMES = {2: "CUDA", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm",
                  12: "ext_dev", 14: "oneAPI", 15: "WebGPU", 16: "Hexagon", 17: "MAIA"}
 
@@ -190,6 +191,8 @@ class DLPackTensor:
 def _as_ours(x: np.ndarray, what: str) -> np.ndarray:
     if x.dtype == _DTYPE:
         return x
+    if _ml_dtype is None and "ml_dtypes" in sys.modules:  # loaded past the import hook
+        register_ml_dtypes()
     if _ml_dtype is not None and x.dtype == _ml_dtype:
         return x.view(_DTYPE)
     raise TypeError(f"{what} expects a bfloat16 array, got dtype {x.dtype!r} "

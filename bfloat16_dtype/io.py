@@ -11,15 +11,17 @@ array([0., 1., 2.], dtype=bfloat16)
 """
 from __future__ import annotations
 
+import io as _pyio
 import json
 import os
+import zipfile
 from typing import IO, Any, Mapping
 
 import numpy as np
 
 from ._ext import bfloat16
 
-__all__ = ["save_safetensors", "load_safetensors", "save", "load", "register_zarr_dtype"]
+__all__ = ["save_safetensors", "load_safetensors", "save", "savez", "load", "register_zarr_dtype"]
 
 _DTYPE = np.dtype(bfloat16)
 
@@ -254,9 +256,36 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
             f.close()
 
 
-def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = None) -> np.ndarray:
-    """Load a .npy file; one written by :func:`save` from a bfloat16 array comes back as
-    bfloat16, any other as ``np.load`` returns it (pickles refused)."""
+def savez(file: "str | os.PathLike[str] | IO[bytes]", **arrays: np.ndarray) -> None:
+    """Save several arrays to an uncompressed .npz (``np.load`` reads it); each bfloat16 array
+    is stored as by :func:`save`, so :func:`load` gives them back as bfloat16."""
+    with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, arr in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                save(member, arr)
+
+
+def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = None):
+    """Load a .npy file, or an .npz as a dict of arrays; arrays written by :func:`save` /
+    :func:`savez` from bfloat16 come back as bfloat16, others as ``np.load`` returns them
+    (pickles refused). ``mmap_mode`` applies to .npy files."""
+    own = isinstance(file, (str, os.PathLike))
+    f = open(file, "rb") if own else file
+    try:
+        start = f.tell()
+        head = f.read(10)
+        f.seek(start)
+        if head[:4] == b"PK\x03\x04":
+            with zipfile.ZipFile(f) as zf:
+                return {name[:-4] if name.endswith(".npy") else name:
+                        _load_npy(_pyio.BytesIO(zf.read(name)), None) for name in zf.namelist()}
+        return _load_npy(file if own else f, mmap_mode)
+    finally:
+        if own:
+            f.close()
+
+
+def _load_npy(file, mmap_mode):
     own = isinstance(file, (str, os.PathLike))
     f = open(file, "rb") if own else file
     try:

@@ -106,3 +106,10 @@ def test_argument_errors():
     with pytest.raises(np.exceptions.AxisError):
         bfd.mean(x, axis=2)
     assert np.isnan(float(bfd.mean(da.ones((0, 3), dtype=bfloat16, chunks=2)).compute()))
+
+
+def test_dask_own_paths_round_per_block():
+    """The motivation, kept honest: dask's own bfloat16 matmul and sum round each block."""
+    a = da.ones((4, 12 * 257), dtype=bfloat16, chunks=(4, 257))
+    assert float((a @ a.T)[0, 0].compute()) == 3072.0
+    assert float(a[0].sum().compute()) == 3072.0

@@ -6,6 +6,8 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bfloat16_dtype import bfloat16, interop
 
@@ -327,3 +329,24 @@ def test_jax_both_ways():
     z = np.asarray(a, dtype=bfloat16)       # through ml_dtypes' bfloat16 and the bit-copy cast
     assert z.dtype == np.dtype(bfloat16) and z.astype(np.float32).tolist() == [0, 1, 2, 3]
     del jax
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_import_random_layouts_match_as_strided(data):
+    """Any shape, element strides (negative and zero included) and byte offset inside a buffer:
+    the imported array reads exactly the elements numpy's as_strided reads."""
+    ndim = data.draw(st.integers(0, 3))
+    shape = data.draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim))
+    strides = data.draw(st.lists(st.integers(-6, 6), min_size=ndim, max_size=ndim))
+    lo = sum(s * (n - 1) for s, n in zip(strides, shape) if s < 0 and n > 0)
+    hi = sum(s * (n - 1) for s, n in zip(strides, shape) if s > 0 and n > 0)
+    start = -lo + data.draw(st.integers(0, 3))            # first element, in elements
+    buf = np.arange(start + hi + 4, dtype=np.uint16) * np.uint16(7)
+    p = Producer(buf, shape=shape, strides=strides, byte_offset=2 * start)
+    y = interop.from_dlpack(p.capsule())
+    want = np.lib.stride_tricks.as_strided(buf[start:], shape=shape, strides=[2 * s for s in strides])
+    assert y.shape == tuple(shape)
+    np.testing.assert_array_equal(y.view(np.uint16), want)
+    del y, want                       # the last reference: the deleter runs now
+    assert p.deleted == 1

@@ -12,16 +12,20 @@ from bfloat16_dtype import bfloat16, interop
 
 from conftest import exact_f32, reference_round
 
+# Importing ml_dtypes hands it the name "bfloat16" (the documented rule). This import happens
+# while pytest collects, before other modules' tests run: give them the name back, and let the
+# fixture below apply the rule only while this module's tests run.
+_NAME_BEFORE = np.sctypeDict.get("bfloat16")
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed (pip install ml_dtypes)")
+np.sctypeDict["bfloat16"] = _NAME_BEFORE
 
 ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def keep_dtype_name():
-    """Importing ml_dtypes here hands it the name "bfloat16"; give the rest of the suite the
-    name as it found it."""
     before = np.sctypeDict.get("bfloat16")
+    np.sctypeDict["bfloat16"] = ml_dtypes.bfloat16
     yield
     np.sctypeDict["bfloat16"] = before
 

@@ -57,3 +57,17 @@ def test_ml_dtypes_arrays_are_saved_as_bfloat16(tmp_path):
         assert z.dtype == np.dtype(bfloat16) and z.view(np.uint16).tolist() == [0x3FC0, 0xC000]
     finally:
         np.sctypeDict["bfloat16"] = before
+
+
+def test_savez_mixed_arrays(tmp_path):
+    p = tmp_path / "m.npz"
+    w = ALL_BITS.view(bfloat16).reshape(16, 4096)
+    io.savez(p, w=w, b=np.arange(3.0), s=np.array(1.5, bfloat16))
+    out = io.load(p)
+    assert set(out) == {"w", "b", "s"}
+    assert out["w"].dtype == np.dtype(bfloat16)
+    np.testing.assert_array_equal(out["w"].view(np.uint16), ALL_BITS.reshape(16, 4096))
+    assert out["b"].dtype == np.float64 and out["b"].tolist() == [0.0, 1.0, 2.0]
+    assert out["s"].shape == () and float(out["s"]) == 1.5
+    with np.load(p) as plain:                  # plain NumPy reads it: the bits as uint16
+        np.testing.assert_array_equal(plain["w"], ALL_BITS.reshape(16, 4096))
