@@ -27,6 +27,8 @@ def inputs() -> dict[str, np.ndarray]:
     for n in SIZES:
         d[f"red:uniform{n}"] = bf16_bits(RNG.random(n, dtype=np.float32))
         d[f"red:normal{n}"] = bf16_bits(RNG.standard_normal(n).astype(np.float32) * 100)
+    for n in (1, 33, 4097, 5000):  # all negative: lanes past the end must not count as 0.0
+        d[f"red:negative{n}"] = bf16_bits(-1 - RNG.random(n, dtype=np.float32))
     # ties everywhere: argmax/argmin must return the first occurrence
     d["red:ties"] = bf16_bits(RNG.integers(-3, 4, 20_000).astype(np.float32))
     d["red:zeros"] = np.array([0x8000, 0x0000] * 3000, np.uint16)  # -0.0 == +0.0: index 0

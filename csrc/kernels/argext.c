@@ -2,8 +2,9 @@
  * kernels/argext.c - numpy argmax/argmin over contiguous bfloat16 (see kernels.h).
  *
  * Each value maps to a 16-bit integer key whose order is numpy's (NaN above everything), so the
- * search is an integer max per block, which vectorises, followed by a scan of the one block that
- * holds the winner for its first occurrence.
+ * search is an integer max per block, which vectorises (the AVX-512 tier is written with
+ * intrinsics), followed by a scan of the one block that holds the winner for its first
+ * occurrence. tests/test_kernels_reduce.py compares every tier with numpy's float32 argmax.
  */
 #include "kernels.h"
 #include "kernels/internal.h"
@@ -64,7 +65,70 @@ KINLINE ptrdiff_t amax_body(const char *s, ptrdiff_t n, int negate)
 DEFINE_ARGEXT(baseline, )
 #if defined(BF16K_X86)
 DEFINE_ARGEXT(avx2, KTARGET_AVX2)
-DEFINE_ARGEXT(avx512, KTARGET_AVX512)
+
+#include <immintrin.h>
+
+/* amax_key on 32 lanes; flip is all ones for argmin (the `negate` of amax_key), else zero */
+KTARGET_AVX512 static inline __m512i amax_key32(__m512i h, __m512i flip)
+{
+    __m512i mag = _mm512_and_si512(h, _mm512_set1_epi16(0x7fff));
+    __m512i sm = _mm512_xor_si512(_mm512_srai_epi16(h, 15), flip);
+    __m512i ord = _mm512_sub_epi16(_mm512_xor_si512(mag, sm), sm);
+    __m512i nm = _mm512_srai_epi16(_mm512_sub_epi16(_mm512_set1_epi16((short)BF16_INF), mag), 15);
+    return _mm512_ternarylogic_epi32(nm, _mm512_set1_epi16(0x7fff), ord, 0xca); /* nm ? NaN key : ord */
+}
+
+KTARGET_AVX512 static inline __mmask32 first_lanes32(ptrdiff_t m) /* m in 0..32 */
+{
+    return m >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << m) - 1u);
+}
+
+/* amax_body with AVX-512BW: the block maxima and the final search both run 32 lanes wide;
+ * masked loads for partial vectors, whose masked-out lanes take no part. */
+KTARGET_AVX512 static ptrdiff_t amax_avx512(const char *s, ptrdiff_t n, int negate)
+{
+    const __m512i flip = negate ? _mm512_set1_epi16(-1) : _mm512_setzero_si512();
+    int16_t best = -32768;
+    ptrdiff_t bestblock = 0;
+    for (ptrdiff_t b = 0; b < n; b += AMAX_BLOCK) {
+        ptrdiff_t m = n - b < AMAX_BLOCK ? n - b : AMAX_BLOCK;
+        const char *p = s + 2 * b;
+        __m512i v0 = _mm512_set1_epi16(-32768), v1 = v0;
+        ptrdiff_t i = 0;
+        for (; i + 64 <= m; i += 64) {
+            v0 = _mm512_max_epi16(v0, amax_key32(_mm512_loadu_si512(p + 2 * i), flip));
+            v1 = _mm512_max_epi16(v1, amax_key32(_mm512_loadu_si512(p + 2 * i + 64), flip));
+        }
+        for (; i < m; i += 32) {
+            __mmask32 k = first_lanes32(m - i);
+            __m512i key = amax_key32(_mm512_maskz_loadu_epi16(k, p + 2 * i), flip);
+            v0 = _mm512_mask_max_epi16(v0, k, v0, key);
+        }
+        v0 = _mm512_max_epi16(v0, v1);
+        int16_t lanes[32];
+        _mm512_storeu_si512(lanes, v0);
+        int16_t k = lanes[0];
+        for (int j = 1; j < 32; j++) k = lanes[j] > k ? lanes[j] : k;
+        if (k > best) {
+            best = k;
+            bestblock = b;
+            if (best == 32767) break; /* first NaN lies in this block */
+        }
+    }
+    ptrdiff_t m = n - bestblock < AMAX_BLOCK ? n - bestblock : AMAX_BLOCK;
+    const char *p = s + 2 * bestblock;
+    const __m512i target = _mm512_set1_epi16(best);
+    for (ptrdiff_t i = 0; i < m; i += 32) {
+        __mmask32 k = first_lanes32(m - i);
+        __m512i key = amax_key32(_mm512_maskz_loadu_epi16(k, p + 2 * i), flip);
+        __mmask32 eq = _mm512_mask_cmpeq_epi16_mask(k, key, target);
+        if (eq) return bestblock + i + __builtin_ctz(eq);
+    }
+    return bestblock; /* unreachable */
+}
+
+KTARGET_AVX512 ptrdiff_t bf16k_argmax_avx512(const char *s, ptrdiff_t n) { return amax_avx512(s, n, 0); }
+KTARGET_AVX512 ptrdiff_t bf16k_argmin_avx512(const char *s, ptrdiff_t n) { return amax_avx512(s, n, 1); }
 #endif
 
 ptrdiff_t bf16_argmax(const void *data, ptrdiff_t n)

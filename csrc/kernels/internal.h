@@ -30,8 +30,6 @@
 KINLINE uint16_t ld16(const char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 KINLINE void st16(char *p, uint16_t v) { memcpy(p, &v, 2); }
 KINLINE uint32_t ld32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-KINLINE void st32(char *p, uint32_t v) { memcpy(p, &v, 4); }
-KINLINE float ldf(const char *p) { float v; memcpy(&v, p, 4); return v; }
 KINLINE void stf(char *p, float v) { memcpy(p, &v, 4); }
 
 /* Contiguous kernels of one tier. Pointers may be unaligned; n >= 1. */
