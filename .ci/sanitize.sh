@@ -55,7 +55,7 @@ if [[ $WHAT == tsan || $WHAT == all ]]; then
     # some kernels' address-space randomisation leaves ThreadSanitizer no room for its shadow
     if setarch "$(uname -m)" -R true 2>/dev/null; then SETARCH=(setarch "$(uname -m)" -R); fi
     run_tests tsan "$(gcc -print-file-name=libtsan.so):$(gcc -print-file-name=libstdc++.so)" \
-        TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+        TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0" \
         "$ROOT/tests/test_threads.py" "$ROOT/tests/test_parse.py::test_fromstring_beside_python_threads" \
         "$ROOT/tests/test_linalg.py::test_concurrent_python_threads" \
         "$ROOT/tests/test_linalg.py::test_results_do_not_depend_on_thread_count"
