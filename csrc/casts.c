@@ -84,12 +84,18 @@ double_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
     }
 }
 
-/* 0 after issuing numpy's ComplexWarning, -1 when the warning was turned into an error. */
+/*
+ * 0 after issuing numpy's ComplexWarning, -1 when the warning was turned into an error (or an
+ * earlier chunk of the same cast already failed): the cast then stops. NumPy runs legacy casts
+ * between non-object types without the GIL and does not check for a Python error afterwards,
+ * so that error still surfaces as a SystemError (tests/test_errors.py documents it).
+ */
 static int
 warn_complex(void)
 {
     PyGILState_STATE st = PyGILState_Ensure();
-    int r = PyErr_WarnEx(complex_warning,
+    int r = PyErr_Occurred() ? -1 :
+            PyErr_WarnEx(complex_warning,
                          "Casting complex values to real discards the imaginary part", 1);
     PyGILState_Release(st);
     return r;
