@@ -159,7 +159,8 @@ bf16_from_object(PyObject *obj, bf16_t *out)
     if (PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) == 0 &&
             PyArray_DESCR((PyArrayObject *)obj)->type_num == bf16_type_num) {
         /* a 0-d bfloat16 array gives its bits, NaN payload included (getitem gives a float) */
-        PyObject *scalar = PyArray_ToScalar(PyArray_DATA((PyArrayObject *)obj), obj);
+        PyArrayObject *arr = (PyArrayObject *)obj;
+        PyObject *scalar = PyArray_ToScalar(PyArray_DATA(arr), arr);
         if (scalar == NULL) {
             return -1;
         }
