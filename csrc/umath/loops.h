@@ -63,9 +63,18 @@ static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
     return ovf;
 }
 
+/* GCC 12's auto-vectorised form of this loop raised a spurious "invalid" for inf * 2 on four
+ * or more elements (tests/umath_tier_checks.py, test_overflow_warns_..., baseline tier): the
+ * loop with a broadcast operand stays scalar (the AVX2/AVX-512 twins cover + - * / etc.). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BF16_NO_AUTOVECTORIZE __attribute__((optimize("no-tree-vectorize")))
+#else
+#define BF16_NO_AUTOVECTORIZE
+#endif
+
 /* one operand a scalar (stride 0), e.g. x * 0.5; `scalar_first` says which side it is on */
 template <class Op>
-static int binary_scalar_contig(const char *arr, bf16_t scalar, bool scalar_first, char *o,
+BF16_NO_AUTOVECTORIZE static int binary_scalar_contig(const char *arr, bf16_t scalar, bool scalar_first, char *o,
                                 npy_intp n)
 {
     int ovf = 0;

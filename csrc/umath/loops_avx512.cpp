@@ -391,28 +391,31 @@ int twin_unary(const char *a, char *o, npy_intp n)
             __m512i wo = add_half_ulp(V<Op>::f(odd_f32(v), &clean_o));
             __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo,
                                                     _mm512_set1_epi32((int)0xffff0000u), 0xF8);
+            unsigned redo_e = (unsigned)(__mmask16)(~clean_e | near_midpoint(we));
+            unsigned redo_o = (unsigned)(__mmask16)(~clean_o | near_midpoint(wo));
+            /* the inputs are kept aside first: o may be a (in-place calls) */
+            alignas(64) bf16_t in[BLOCK];
+            if (redo_e | redo_o) {
+                _mm512_store_si512(in, v);
+            }
             if (count == BLOCK) {
                 _mm512_storeu_si512(o + 2 * i, out);
             }
             else {
                 _mm512_mask_storeu_epi16(o + 2 * i, k, out);
             }
-            unsigned redo_e = (unsigned)(__mmask16)(~clean_e | near_midpoint(we));
-            unsigned redo_o = (unsigned)(__mmask16)(~clean_o | near_midpoint(wo));
             if (redo_e | redo_o) {
                 uint32_t redo = (spread_bits(redo_e) | (spread_bits(redo_o) << 1)) & (uint32_t)k;
                 while (redo) {
                     int j = __builtin_ctz(redo);
                     redo &= redo - 1;
-                    const char *src = a + 2 * (i + j);
                     char *dst = o + 2 * (i + j);
                     if (table != nullptr) {
-                        bf16_t x = ld(src);
-                        flags |= table->flags[x];
-                        st(dst, table->out[x]);
+                        flags |= table->flags[in[j]];
+                        st(dst, table->out[in[j]]);
                     }
                     else {
-                        store_rounded(dst, Op::f(bf16_to_f32(ld(src))), &ovf);
+                        store_rounded(dst, Op::f(bf16_to_f32(in[j])), &ovf);
                     }
                 }
             }
