@@ -187,6 +187,25 @@ def test_overflow_warns_in_vector_loops_only_when_a_finite_result_rounds_to_inf(
             assert np.isinf(np.multiply(inf, np.array(2.0, BF16)).astype(np.float32)).all()
 
 
+@pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
+def test_binary_warnings_same_in_vector_and_scalar_loops(name):
+    """Array-scalar and array-array calls of every tail length raise the warnings of the
+    strided loop: the lanes past the end of a short vector must not raise any (1 / 0)."""
+    f = getattr(np, name)
+    for fill in (0.0, np.inf, np.nan, 1.0):
+        for other in (0.0, -0.0, np.inf, 2.0):
+            for n in LENGTHS[:12]:
+                x = np.full(n, fill, BF16)
+                s = np.array(other, BF16)
+                spread = np.zeros(2 * n, BF16)
+                spread[::2] = x
+                for args, strided in (((x, s), (spread[::2], s)), ((s, x), (s, spread[::2])),
+                                      ((x, np.full(n, other, BF16)),
+                                       (spread[::2], np.full(n, other, BF16)))):
+                    assert warning_kinds(lambda a: f(*a), args) == \
+                        warning_kinds(lambda a: f(*a), strided), (name, fill, other, n)
+
+
 def test_outer_axis_sum_accumulates_in_float32():
     """np.sum(axis=0) adds row after row into a float32 shadow (the reduction-slice loop):
     equal to numpy's float32 row-by-row sum of the exact values, rounded once."""

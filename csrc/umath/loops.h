@@ -52,8 +52,18 @@ static inline bool straddles(const char *o, const char *in, npy_intp n)
 
 /* ---- portable contiguous loops (the baseline tier, and every twin's tail) --------------- */
 
+/* The portable float loops stay scalar: GCC 12's auto-vectorised forms raised spurious IEEE
+ * flags (SSE compares that signal on quiet NaNs in maximum(NaN, 0), "invalid" from inf * 2 on
+ * four or more elements; tests/umath_tier_checks.py, test_binary_warnings_same_..., baseline
+ * tier). The tiers' hand-written twins cover the arithmetic that needs the speed. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BF16_NO_AUTOVECTORIZE __attribute__((optimize("no-tree-vectorize")))
+#else
+#define BF16_NO_AUTOVECTORIZE
+#endif
+
 template <class Op>
-static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
+BF16_NO_AUTOVECTORIZE static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
 {
     int ovf = 0;
     for (npy_intp i = 0; i < n; i++) {
@@ -63,19 +73,10 @@ static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
     return ovf;
 }
 
-/* GCC 12's auto-vectorised form of this loop raised a spurious "invalid" for inf * 2 on four
- * or more elements (tests/umath_tier_checks.py, test_overflow_warns_..., baseline tier): the
- * loop with a broadcast operand stays scalar (the AVX2/AVX-512 twins cover + - * / etc.). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define BF16_NO_AUTOVECTORIZE __attribute__((optimize("no-tree-vectorize")))
-#else
-#define BF16_NO_AUTOVECTORIZE
-#endif
-
 /* one operand a scalar (stride 0), e.g. x * 0.5; `scalar_first` says which side it is on */
 template <class Op>
-BF16_NO_AUTOVECTORIZE static int binary_scalar_contig(const char *arr, bf16_t scalar, bool scalar_first, char *o,
-                                npy_intp n)
+BF16_NO_AUTOVECTORIZE static int binary_scalar_contig(const char *arr, bf16_t scalar,
+                                                      bool scalar_first, char *o, npy_intp n)
 {
     int ovf = 0;
     float s = bf16_to_f32(scalar);
@@ -87,7 +88,7 @@ BF16_NO_AUTOVECTORIZE static int binary_scalar_contig(const char *arr, bf16_t sc
 }
 
 template <class Op>
-static int unary_contig(const char *a, char *o, npy_intp n)
+BF16_NO_AUTOVECTORIZE static int unary_contig(const char *a, char *o, npy_intp n)
 {
     int ovf = 0;
     for (npy_intp i = 0; i < n; i++) {
@@ -97,7 +98,8 @@ static int unary_contig(const char *a, char *o, npy_intp n)
 }
 
 template <class Op>
-static void compare_contig(const char *a, const char *b, npy_bool *o, npy_intp n)
+BF16_NO_AUTOVECTORIZE static void compare_contig(const char *a, const char *b, npy_bool *o,
+                                                 npy_intp n)
 {
     for (npy_intp i = 0; i < n; i++) {
         o[i] = Op::f(bf16_to_f32(ld(a + 2 * i)), bf16_to_f32(ld(b + 2 * i)));
@@ -107,7 +109,7 @@ static void compare_contig(const char *a, const char *b, npy_bool *o, npy_intp n
 /* One slice of an outer-axis reduction, out == in1 contiguous, against its float32 shadow v:
  * the shadow value stands in for the stored bfloat16 while that is still its rounding. */
 template <class Op>
-static int shadow_row_contig(char *o, const char *b, float *v, npy_intp n)
+BF16_NO_AUTOVECTORIZE static int shadow_row_contig(char *o, const char *b, float *v, npy_intp n)
 {
     int ovf = 0;
     for (npy_intp i = 0; i < n; i++) {
