@@ -161,21 +161,29 @@ inline __mmask16 between(__m512 x, float lo, float hi)
     return _mm512_cmp_ps_mask(x, c(lo), _CMP_GE_OQ) & _mm512_cmp_ps_mask(x, c(hi), _CMP_LE_OQ);
 }
 
-/* e^x for x in [-87, 88.5]: x = n ln2 + r, |r| <= ln2/2, a degree-5 fit of e^r (Chebyshev
- * nodes, relative error 1.7e-7), then scalef by 2^n. */
+/* e^(s r) for |s r| <= ln2/2: a degree-5 fit of e^t (Chebyshev nodes, relative error
+ * 1.7e-7) with t = s r folded into the coefficients, so no product of a tiny r is formed
+ * (it would raise "underflow"). */
+template <int S>
+inline __m512 exp_poly(__m512 r)
+{
+    constexpr double s = S == 1 ? 1.0 : 0.693147180559945309; /* e^r, or 2^r */
+    __m512 p = c((float)(0.008375135250389576 * s * s * s * s * s));
+    p = fmadd(p, r, c((float)(0.04191756621003151 * s * s * s * s)));
+    p = fmadd(p, r, c((float)(0.16666415333747864 * s * s * s)));
+    p = fmadd(p, r, c((float)(0.4999886751174927 * s * s)));
+    p = fmadd(p, r, c((float)(1.0 * s)));
+    return fmadd(p, r, c(1.0000001192092896f));
+}
+
+/* e^x for x in [-87, 88.5]: x = n ln2 + r, |r| <= ln2/2, e^r, then scalef by 2^n. */
 inline __m512 exp_core(__m512 x)
 {
     const __m512 shift = c(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
     __m512 n = _mm512_sub_ps(fmadd(x, c(1.44269504088896341f), shift), shift);
     __m512 r = fmadd(n, c(-0.693359375f), x);
     r = fmadd(n, c(2.12194440e-4f), r);
-    __m512 p = c(0.008375135250389576f);
-    p = fmadd(p, r, c(0.04191756621003151f));
-    p = fmadd(p, r, c(0.16666415333747864f));
-    p = fmadd(p, r, c(0.4999886751174927f));
-    p = fmadd(p, r, c(1.0f));
-    p = fmadd(p, r, c(1.0000001192092896f));
-    return _mm512_scalef_ps(p, n);
+    return _mm512_scalef_ps(exp_poly<1>(r), n);
 }
 
 /* 1 / d to about 2^-28 (d >= 1): rcp14 and one Newton step. */
@@ -194,30 +202,66 @@ template <> struct V<Exp> {
     }
 };
 
+/* 2^x for x in [-126, 127.5]: x = n + r exactly (|r| <= 1/2), 2^r by exp's polynomial, then
+ * scalef by 2^n. */
+template <> struct V<Exp2> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        *clean = between(x, -126.0f, 127.5f);
+        x = _mm512_maskz_mov_ps(*clean, x);
+        __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm512_scalef_ps(exp_poly<2>(_mm512_sub_ps(x, n)), n);
+    }
+};
+
 /* log x = e ln2 + f g(f), x = 2^e (1 + f), 1 + f in [0.75, 1.5) (getmant/getexp, subnormals
- * included), g a degree-8 fit of log1p(f) / f. Clean for 0 < x < inf. */
+ * included), g a degree-8 fit of log1p(f) / f (Chebyshev nodes). Clean for 0 < x < inf. */
+/* x = 2^e (1 + f): e, and f g(f) ~ log1p(f); x must be positive and finite. */
+inline void log_parts(__m512 x, __m512 *e, __m512 *log1p_f)
+{
+    __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
+    __m512 ex = _mm512_getexp_ps(x);
+    *e = _mm512_mask_add_ps(ex, _mm512_cmp_ps_mask(m, c(1.0f), _CMP_LT_OQ), ex, c(1.0f));
+    __m512 fr = _mm512_sub_ps(m, c(1.0f));
+    __m512 g = c(0.05425942689180374f);
+    g = fmadd(g, fr, c(-0.12091521173715591f));
+    g = fmadd(g, fr, c(0.14996832609176636f));
+    g = fmadd(g, fr, c(-0.1682281345129013f));
+    g = fmadd(g, fr, c(0.19975553452968597f));
+    g = fmadd(g, fr, c(-0.24993263185024261f));
+    g = fmadd(g, fr, c(0.3333360254764557f));
+    g = fmadd(g, fr, c(-0.5000006556510925f));
+    g = fmadd(g, fr, c(1.0f));
+    *log1p_f = _mm512_mul_ps(fr, g);
+}
+
+inline __mmask16 positive_finite(__m512 x)
+{
+    return _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
+           _mm512_cmp_ps_mask(x, c(INFINITY), _CMP_LT_OQ);
+}
+
 template <> struct V<Log> {
     static constexpr bool approximate = true;
     static __m512 f(__m512 x, __mmask16 *clean)
     {
-        *clean = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
-                 _mm512_cmp_ps_mask(x, c(INFINITY), _CMP_LT_OQ);
-        x = _mm512_mask_blend_ps(*clean, c(1.0f), x);
-        __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
-        __m512 e = _mm512_getexp_ps(x);
-        e = _mm512_mask_add_ps(e, _mm512_cmp_ps_mask(m, c(1.0f), _CMP_LT_OQ), e, c(1.0f));
-        __m512 fr = _mm512_sub_ps(m, c(1.0f));
-        __m512 g = c(0.05425942689180374f);
-        g = fmadd(g, fr, c(-0.12091521173715591f));
-        g = fmadd(g, fr, c(0.14996832609176636f));
-        g = fmadd(g, fr, c(-0.1682281345129013f));
-        g = fmadd(g, fr, c(0.19975553452968597f));
-        g = fmadd(g, fr, c(-0.24993263185024261f));
-        g = fmadd(g, fr, c(0.3333360254764557f));
-        g = fmadd(g, fr, c(-0.5000006556510925f));
-        g = fmadd(g, fr, c(1.0f));
-        __m512 lo = fmadd(e, c(-2.12194440e-4f), _mm512_mul_ps(fr, g));
-        return fmadd(e, c(0.693359375f), lo);
+        *clean = positive_finite(x);
+        __m512 e, l;
+        log_parts(_mm512_mask_blend_ps(*clean, c(1.0f), x), &e, &l);
+        return fmadd(e, c(0.693359375f), fmadd(e, c(-2.12194440e-4f), l));
+    }
+};
+
+/* log2 x = e + log1p(f) / ln2 */
+template <> struct V<Log2> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        *clean = positive_finite(x);
+        __m512 e, l;
+        log_parts(_mm512_mask_blend_ps(*clean, c(1.0f), x), &e, &l);
+        return fmadd(l, c(1.44269504088896341f), e);
     }
 };
 
