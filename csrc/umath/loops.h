@@ -154,12 +154,12 @@ template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 #define BF16_AVX2_BINARY_TWINS(X, T)                                                           \
     X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide) X(T, Maximum) X(T, Minimum) X(T, Fmax)  \
     X(T, Fmin)
-#define BF16_AVX2_UNARY_TWINS(X, T) X(T, Sqrt) X(T, Square)
+#define BF16_AVX2_UNARY_TWINS(X, T) X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Log) X(T, Tanh)
 #define BF16_AVX2_COMPARE_TWINS(X, T)                                                          \
     X(T, Equal) X(T, NotEqual) X(T, Less) X(T, LessEqual) X(T, Greater) X(T, GreaterEqual)
 #define BF16_AVX512_BINARY_TWINS(X, T) BF16_AVX2_BINARY_TWINS(X, T)
 #define BF16_AVX512_UNARY_TWINS(X, T)                                                          \
-    BF16_AVX2_UNARY_TWINS(X, T) X(T, Exp) X(T, Exp2) X(T, Log) X(T, Log2) X(T, Tanh)
+    X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Exp2) X(T, Log) X(T, Log2) X(T, Tanh)
 #define BF16_AVX512_COMPARE_TWINS(X, T) BF16_AVX2_COMPARE_TWINS(X, T)
 
 #define BF16_TWIN_TRAIT_(Trait, T, Op) template <> struct Trait<T, Op> : std::true_type {};
