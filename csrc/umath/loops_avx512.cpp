@@ -265,9 +265,10 @@ template <> struct V<Log2> {
     }
 };
 
-/* tanh: odd Taylor series to x^15 for |x| < 0.4, else sign(x) (1 - 2 / (e^2|x| + 1)) with
- * 2|x| capped at 40 (the result is 1.0f from about 9 on). Zeros pass through with their
- * sign; tiny nonzero |x| < 2^-40 (whose cube could underflow) and non-finite x are not clean. */
+/* tanh |x| = E / (E + 2) with E = expm1(2|x|) (2|x| capped at 40, where the result is 1.0f):
+ * 2|x| = n ln2 + r, expm1(r) = r + r^2 q(r) with q a degree-4 fit (Chebyshev nodes), and
+ * E = 2^n expm1(r) + (2^n - 1), accurate relative to E also for tiny x. Zeros pass through
+ * with their sign; tiny nonzero |x| < 2^-40 and non-finite x are not clean. */
 template <> struct V<Tanh> {
     static constexpr bool approximate = true;
     static __m512 f(__m512 x, __mmask16 *clean)
@@ -275,23 +276,23 @@ template <> struct V<Tanh> {
         __m512 ax = _mm512_abs_ps(x);
         __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ);
         *clean = between(ax, 0x1p-40f, 3.0e38f) | zero;
-        ax = _mm512_maskz_mov_ps(*clean, ax);
-        __m512 as = _mm512_min_ps(ax, c(0.5f)); /* keeps the series' powers finite */
-        __m512 z = _mm512_mul_ps(as, as);
-        __m512 p = c(-929569.0f / 638512875);
-        p = fmadd(p, z, c(21844.0f / 6081075));
-        p = fmadd(p, z, c(-1382.0f / 155925));
-        p = fmadd(p, z, c(62.0f / 2835));
-        p = fmadd(p, z, c(-17.0f / 315));
-        p = fmadd(p, z, c(2.0f / 15));
-        p = fmadd(p, z, c(-1.0f / 3));
-        __m512 small = fmadd(_mm512_mul_ps(p, z), as, as);
-        __m512 e2 = exp_core(_mm512_min_ps(_mm512_add_ps(ax, ax), c(40.0f)));
-        __m512 big = _mm512_fnmadd_ps(c(2.0f), reciprocal(_mm512_add_ps(e2, c(1.0f))), c(1.0f));
-        __m512 r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, c(0.4f), _CMP_LT_OQ), big, small);
+        __m512 t = _mm512_min_ps(_mm512_maskz_add_ps(*clean, ax, ax), c(40.0f));
+        const __m512 shift = c(12582912.0f);
+        __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
+        __m512 r = fmadd(n, c(-0.693359375f), t);
+        r = fmadd(n, c(2.12194440e-4f), r);
+        __m512 q = c(0.0013933650916442275f);
+        q = fmadd(q, r, c(0.008363179862499237f));
+        q = fmadd(q, r, c(0.04166646674275398f));
+        q = fmadd(q, r, c(0.16666576266288757f));
+        q = fmadd(q, r, c(0.5f));
+        __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
+        __m512 p2 = _mm512_scalef_ps(c(1.0f), n);
+        __m512 e = fmadd(p2, em, _mm512_sub_ps(p2, c(1.0f)));
+        __m512 th = _mm512_mul_ps(e, reciprocal(_mm512_add_ps(e, c(2.0f))));
         /* copy x's sign (zeros included): C ? A : B, C the magnitude mask */
         return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
-                _mm512_castps_si512(r), _mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff),
+                _mm512_castps_si512(th), _mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff),
                 0xE4));
     }
 };
