@@ -265,6 +265,62 @@ template <> struct V<Log2> {
     }
 };
 
+/* expm1 t for t in [-60, 88.5]: t = n ln2 + r, expm1(r) = r + r^2 q(r) (q a degree-4 fit,
+ * Chebyshev nodes); for n != 0, 2^n (expm1(r) + 1) - 1 by scalef (no 2^128 is formed). */
+inline __m512 expm1_core(__m512 t)
+{
+    const __m512 shift = c(12582912.0f);
+    __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
+    __m512 r = fmadd(n, c(-0.693359375f), t);
+    r = fmadd(n, c(2.12194440e-4f), r);
+    __m512 q = c(0.0013933650916442275f);
+    q = fmadd(q, r, c(0.008363179862499237f));
+    q = fmadd(q, r, c(0.04166646674275398f));
+    q = fmadd(q, r, c(0.16666576266288757f));
+    q = fmadd(q, r, c(0.5f));
+    __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
+    __m512 scaled = _mm512_sub_ps(_mm512_scalef_ps(_mm512_add_ps(em, c(1.0f)), n), c(1.0f));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_EQ_OQ), scaled,
+                                em);
+}
+
+/* Zeros pass with their sign; tiny nonzero |x| < 2^-40 (whose square could underflow) is not
+ * clean. */
+inline __mmask16 tiny_or_zero_ok(__m512 x, __mmask16 range)
+{
+    __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    return (range & _mm512_cmp_ps_mask(_mm512_abs_ps(x), c(0x1p-40f), _CMP_GE_OQ)) | zero;
+}
+
+template <> struct V<Expm1> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        *clean = tiny_or_zero_ok(x, between(x, -60.0f, 88.5f));
+        __m512 r = expm1_core(_mm512_maskz_mov_ps(*clean, x));
+        /* zeros as they came (r + r^2 q turns -0.0 into +0.0) */
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), r, x);
+    }
+};
+
+/* log1p x = log u + (x - (u - 1)) / u with u = 1 + x rounded; clean for -1 < x < 2^100. */
+template <> struct V<Log1p> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        /* below 2^100: 1 / u stays normal (rcp14 of a huge u would raise "underflow") */
+        *clean = tiny_or_zero_ok(x, _mm512_cmp_ps_mask(x, c(-1.0f), _CMP_GT_OQ) &
+                                            _mm512_cmp_ps_mask(x, c(0x1p100f), _CMP_LT_OQ));
+        __m512 xs = _mm512_maskz_mov_ps(*clean, x);
+        __m512 u = _mm512_add_ps(xs, c(1.0f));
+        __m512 e, l;
+        log_parts(u, &e, &l);
+        __m512 corr = _mm512_mul_ps(_mm512_sub_ps(xs, _mm512_sub_ps(u, c(1.0f))), reciprocal(u));
+        __m512 r = fmadd(e, c(0.693359375f), fmadd(e, c(-2.12194440e-4f), _mm512_add_ps(l, corr)));
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), r, x);
+    }
+};
+
 /* tanh |x| = E / (E + 2) with E = expm1(2|x|) (2|x| capped at 40, where the result is 1.0f):
  * 2|x| = n ln2 + r, expm1(r) = r + r^2 q(r) with q a degree-4 fit (Chebyshev nodes), and
  * E = 2^n expm1(r) + (2^n - 1), accurate relative to E also for tiny x. Zeros pass through
