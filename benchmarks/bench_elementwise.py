@@ -1,7 +1,8 @@
 """Conversions to and from float32, and elementwise ufuncs into preallocated outputs.
 
-Both are memory-bound, so the rate shown is GB/s of traffic (bytes read + bytes written),
-comparable with the machine's copy bandwidth printed at the top of the report.
+Large arrays are memory-bound, so the rate shown is GB/s of traffic (bytes read + bytes
+written), comparable with the machine's copy bandwidth printed at the top of the report.
+The elementwise table also times arrays that fit in cache, and names the ufunc loops' tier.
 """
 
 from __future__ import annotations
@@ -11,6 +12,17 @@ from bench_reductions import kernel_tier
 
 FULL_SIZES = [2**24]
 QUICK_SIZES = [2**16]
+# Elementwise: arrays that stay in cache (10^4, 10^5: the sizes everyday code works at, where
+# per-call overhead and the loop's instruction count decide) and one that streams from memory.
+ELEMENTWISE_FULL_SIZES = [10**4, 10**5, 2**24]
+ELEMENTWISE_QUICK_SIZES = [10**4, 2**16]
+
+
+def ufunc_tier() -> str:
+    """The instruction-set tier of the bfloat16 ufunc loops in this process."""
+    import bfloat16_dtype
+
+    return bfloat16_dtype.config()["components"]["ufunc loops"]
 
 
 def build_convert(ctx: Context) -> Section:
@@ -70,16 +82,19 @@ def build_elementwise(ctx: Context) -> Section:
         key="elementwise",
         title="Elementwise ufuncs (into preallocated out=)",
         note=(
-            "Time per call of `np.add(a, b, out=c)`, `np.multiply(a, b, out=c)`, `np.exp(a, out=c)` "
+            "Time per call of `np.add(a, b, out=c)`, `np.multiply(a, b, out=c)`, "
+            "`np.exp(a, out=c)` "
             "(torch: `torch.add/mul/exp(..., out=c)`) on arrays of the contender's dtype, and GB/s "
             "of traffic (inputs + output). "
+            f"bfloat16_dtype's ufunc loops ran at the `{ufunc_tier()}` tier "
+            "(`BFLOAT16_DTYPE_ISA` caps it). "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),
         rate_unit="GB/s",
     )
-    for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
+    for n in ctx.settings.pick_sizes(ELEMENTWISE_FULL_SIZES, ELEMENTWISE_QUICK_SIZES):
         size = format_count(n)
         for name, arity in (("add", 2), ("multiply", 2), ("exp", 1)):
 

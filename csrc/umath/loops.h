@@ -52,8 +52,18 @@ static inline bool straddles(const char *o, const char *in, npy_intp n)
 
 /* ---- portable contiguous loops (the baseline tier, and every twin's tail) --------------- */
 
+/* The portable float loops stay scalar: GCC 12's auto-vectorised forms raised spurious IEEE
+ * flags (SSE compares that signal on quiet NaNs in maximum(NaN, 0), "invalid" from inf * 2 on
+ * four or more elements; tests/umath_tier_checks.py, test_binary_warnings_same_..., baseline
+ * tier). The tiers' hand-written twins cover the arithmetic that needs the speed. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BF16_NO_AUTOVECTORIZE __attribute__((optimize("no-tree-vectorize")))
+#else
+#define BF16_NO_AUTOVECTORIZE
+#endif
+
 template <class Op>
-static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
+BF16_NO_AUTOVECTORIZE static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
 {
     int ovf = 0;
     for (npy_intp i = 0; i < n; i++) {
@@ -65,8 +75,8 @@ static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
 
 /* one operand a scalar (stride 0), e.g. x * 0.5; `scalar_first` says which side it is on */
 template <class Op>
-static int binary_scalar_contig(const char *arr, bf16_t scalar, bool scalar_first, char *o,
-                                npy_intp n)
+BF16_NO_AUTOVECTORIZE static int binary_scalar_contig(const char *arr, bf16_t scalar,
+                                                      bool scalar_first, char *o, npy_intp n)
 {
     int ovf = 0;
     float s = bf16_to_f32(scalar);
@@ -78,7 +88,7 @@ static int binary_scalar_contig(const char *arr, bf16_t scalar, bool scalar_firs
 }
 
 template <class Op>
-static int unary_contig(const char *a, char *o, npy_intp n)
+BF16_NO_AUTOVECTORIZE static int unary_contig(const char *a, char *o, npy_intp n)
 {
     int ovf = 0;
     for (npy_intp i = 0; i < n; i++) {
@@ -88,7 +98,8 @@ static int unary_contig(const char *a, char *o, npy_intp n)
 }
 
 template <class Op>
-static void compare_contig(const char *a, const char *b, npy_bool *o, npy_intp n)
+BF16_NO_AUTOVECTORIZE static void compare_contig(const char *a, const char *b, npy_bool *o,
+                                                 npy_intp n)
 {
     for (npy_intp i = 0; i < n; i++) {
         o[i] = Op::f(bf16_to_f32(ld(a + 2 * i)), bf16_to_f32(ld(b + 2 * i)));
@@ -98,7 +109,7 @@ static void compare_contig(const char *a, const char *b, npy_bool *o, npy_intp n
 /* One slice of an outer-axis reduction, out == in1 contiguous, against its float32 shadow v:
  * the shadow value stands in for the stored bfloat16 while that is still its rounding. */
 template <class Op>
-static int shadow_row_contig(char *o, const char *b, float *v, npy_intp n)
+BF16_NO_AUTOVECTORIZE static int shadow_row_contig(char *o, const char *b, float *v, npy_intp n)
 {
     int ovf = 0;
     for (npy_intp i = 0; i < n; i++) {
@@ -143,11 +154,13 @@ template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 #define BF16_AVX2_BINARY_TWINS(X, T)                                                           \
     X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide) X(T, Maximum) X(T, Minimum) X(T, Fmax)  \
     X(T, Fmin)
-#define BF16_AVX2_UNARY_TWINS(X, T) X(T, Sqrt) X(T, Square)
+#define BF16_AVX2_UNARY_TWINS(X, T) X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Log) X(T, Tanh)
 #define BF16_AVX2_COMPARE_TWINS(X, T)                                                          \
     X(T, Equal) X(T, NotEqual) X(T, Less) X(T, LessEqual) X(T, Greater) X(T, GreaterEqual)
 #define BF16_AVX512_BINARY_TWINS(X, T) BF16_AVX2_BINARY_TWINS(X, T)
-#define BF16_AVX512_UNARY_TWINS(X, T) BF16_AVX2_UNARY_TWINS(X, T) X(T, Exp) X(T, Log) X(T, Tanh)
+#define BF16_AVX512_UNARY_TWINS(X, T)                                                          \
+    X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Exp2) X(T, Expm1) X(T, Log) X(T, Log2) X(T, Log1p)  \
+    X(T, Tanh)
 #define BF16_AVX512_COMPARE_TWINS(X, T) BF16_AVX2_COMPARE_TWINS(X, T)
 
 #define BF16_TWIN_TRAIT_(Trait, T, Op) template <> struct Trait<T, Op> : std::true_type {};

@@ -58,14 +58,17 @@ template <> struct V<Subtract> {
 template <> struct V<Multiply> {
     static __m256 f(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
 };
-template <> struct V<Divide> { static __m256 f(__m256 a, __m256 b) { return _mm256_div_ps(a, b); } };
+template <> struct V<Divide> {
+    static __m256 f(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+};
 /* The quiet predicates (_OQ/_Q) raise "invalid" only for signalling NaNs, as the functors'
  * std::isgreaterequal and a != a do. */
 template <int P, bool NanFromFirst> struct Pick {
     static __m256 f(__m256 a, __m256 b)
     {
         __m256 nan_side = NanFromFirst ? a : b;
-        __m256 k = _mm256_or_ps(_mm256_cmp_ps(a, b, P), _mm256_cmp_ps(nan_side, nan_side, _CMP_UNORD_Q));
+        __m256 k = _mm256_or_ps(_mm256_cmp_ps(a, b, P),
+                                _mm256_cmp_ps(nan_side, nan_side, _CMP_UNORD_Q));
         return _mm256_blendv_ps(b, a, k);
     }
 };
@@ -85,6 +88,114 @@ template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
 template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
 template <> struct V<Sqrt> { static __m256 f(__m256 a) { return _mm256_sqrt_ps(a); } };
 template <> struct V<Square> { static __m256 f(__m256 a) { return _mm256_mul_ps(a, a); } };
+
+/*
+ * exp, log, tanh: float32 polynomials rounded once, as in loops_avx512.cpp (which explains
+ * the NEAR window and the fallback to the scalar function or its table); without scalef and
+ * getmant/getexp the scaling and the exponent split are integer operations, and subnormal
+ * inputs of log are not clean. Verified over all 65,536 inputs in tests/umath_tier_checks.py.
+ */
+const int NEAR = 16;
+
+inline __m256 c(float v) { return _mm256_set1_ps(v); }
+inline __m256 fmadd(__m256 a, __m256 b, __m256 d) { return _mm256_fmadd_ps(a, b, d); }
+
+inline __m256 between(__m256 x, float lo, float hi)
+{
+    return _mm256_and_ps(_mm256_cmp_ps(x, c(lo), _CMP_GE_OQ), _mm256_cmp_ps(x, c(hi), _CMP_LE_OQ));
+}
+
+/* 2^n for integral n in [-126, 128], as the product of two normal powers of two */
+inline __m256 pow2_split(__m256 x, __m256 n)
+{
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(x, s1), s2);
+}
+
+/* e^x for x in [-87, 88.5] (same reduction and polynomial as the AVX-512 one) */
+inline __m256 exp_core(__m256 x)
+{
+    const __m256 shift = c(12582912.0f);
+    __m256 n = _mm256_sub_ps(fmadd(x, c(1.44269504088896341f), shift), shift);
+    __m256 r = fmadd(n, c(-0.693359375f), x);
+    r = fmadd(n, c(2.12194440e-4f), r);
+    __m256 p = c(0.008375135250389576f);
+    p = fmadd(p, r, c(0.04191756621003151f));
+    p = fmadd(p, r, c(0.16666415333747864f));
+    p = fmadd(p, r, c(0.4999886751174927f));
+    p = fmadd(p, r, c(1.0f));
+    p = fmadd(p, r, c(1.0000001192092896f));
+    return pow2_split(p, n);
+}
+
+template <> struct V<Exp> {
+    static constexpr bool approximate = true;
+    static __m256 f(__m256 x, __m256 *clean)
+    {
+        *clean = between(x, -87.0f, 88.5f);
+        return exp_core(_mm256_and_ps(*clean, x));
+    }
+};
+
+/* log x = e ln2 + f g(f), 1 + f in [0.75, 1.5); clean for normal positive finite x */
+template <> struct V<Log> {
+    static constexpr bool approximate = true;
+    static __m256 f(__m256 x, __m256 *clean)
+    {
+        *clean = between(x, 1.17549435e-38f, 3.40282347e38f);
+        x = _mm256_blendv_ps(c(1.0f), x, *clean);
+        __m256i u = _mm256_castps_si256(x);
+        __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(u, 23), _mm256_set1_epi32(127));
+        __m256 m = _mm256_castsi256_ps(_mm256_or_si256(
+                _mm256_and_si256(u, _mm256_set1_epi32(0x7fffff)), _mm256_set1_epi32(0x3f800000)));
+        __m256 big = _mm256_cmp_ps(m, c(1.5f), _CMP_GE_OQ);
+        m = _mm256_blendv_ps(m, _mm256_mul_ps(m, c(0.5f)), big);
+        __m256 ef = _mm256_add_ps(_mm256_cvtepi32_ps(e), _mm256_and_ps(big, c(1.0f)));
+        __m256 fr = _mm256_sub_ps(m, c(1.0f));
+        __m256 g = c(0.05425942689180374f);
+        g = fmadd(g, fr, c(-0.12091521173715591f));
+        g = fmadd(g, fr, c(0.14996832609176636f));
+        g = fmadd(g, fr, c(-0.1682281345129013f));
+        g = fmadd(g, fr, c(0.19975553452968597f));
+        g = fmadd(g, fr, c(-0.24993263185024261f));
+        g = fmadd(g, fr, c(0.3333360254764557f));
+        g = fmadd(g, fr, c(-0.5000006556510925f));
+        g = fmadd(g, fr, c(1.0f));
+        __m256 lo = fmadd(ef, c(-2.12194440e-4f), _mm256_mul_ps(fr, g));
+        return fmadd(ef, c(0.693359375f), lo);
+    }
+};
+
+/* tanh as the AVX-512 one: series below 0.4, 1 - 2 / (e^2|x| + 1) above */
+template <> struct V<Tanh> {
+    static constexpr bool approximate = true;
+    static __m256 f(__m256 x, __m256 *clean)
+    {
+        __m256 sign = _mm256_and_ps(x, c(-0.0f));
+        __m256 ax = _mm256_andnot_ps(c(-0.0f), x);
+        __m256 zero = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ);
+        *clean = _mm256_or_ps(between(ax, 0x1p-40f, 3.0e38f), zero);
+        ax = _mm256_and_ps(*clean, ax);
+        __m256 as = _mm256_min_ps(ax, c(0.5f));
+        __m256 z = _mm256_mul_ps(as, as);
+        __m256 p = c(-929569.0f / 638512875);
+        p = fmadd(p, z, c(21844.0f / 6081075));
+        p = fmadd(p, z, c(-1382.0f / 155925));
+        p = fmadd(p, z, c(62.0f / 2835));
+        p = fmadd(p, z, c(-17.0f / 315));
+        p = fmadd(p, z, c(2.0f / 15));
+        p = fmadd(p, z, c(-1.0f / 3));
+        __m256 small = fmadd(_mm256_mul_ps(p, z), as, as);
+        __m256 e2 = exp_core(_mm256_min_ps(_mm256_add_ps(ax, ax), c(40.0f)));
+        __m256 big = _mm256_sub_ps(c(1.0f), _mm256_div_ps(c(2.0f), _mm256_add_ps(e2, c(1.0f))));
+        __m256 r = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, c(0.4f), _CMP_LT_OQ));
+        return _mm256_or_ps(r, sign);
+    }
+};
 
 } /* namespace */
 
@@ -158,16 +269,67 @@ int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
     return tail | !_mm256_testz_si256(ovf, ovf);
 }
 
+template <class Op, class = void> struct IsApproximate : std::false_type {};
+template <class Op>
+struct IsApproximate<Op, std::void_t<decltype(V<Op>::approximate)>> : std::true_type {};
+
+template <class Op>
+int approximate_unary(const char *a, char *o, npy_intp n)
+{
+    const UnaryTable *table = unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768);
+    unsigned flags = 0;
+    int ovf = 0;
+    npy_intp i = 0;
+    const __m256i half = _mm256_set1_epi32(0x8000 + NEAR);
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(a + 2 * i));
+        __m256 x = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        __m256 clean;
+        __m256i w = _mm256_add_epi32(_mm256_castps_si256(V<Op>::f(x, &clean)), half);
+        __m256i near = _mm256_cmpeq_epi32(
+                _mm256_and_si256(w, _mm256_set1_epi32(0xffff & ~(2 * NEAR - 1))),
+                _mm256_setzero_si256());
+        __m256i r = _mm256_srli_epi32(w, 16);
+        __m128i out = _mm256_castsi256_si128(
+                _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8));
+        unsigned redo = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(near)) |
+                        ((unsigned)_mm256_movemask_ps(clean) ^ 0xffu);
+        _mm_storeu_si128((__m128i *)(o + 2 * i), out);
+        while (redo) { /* h holds the inputs: o may be a */
+            int j = __builtin_ctz(redo);
+            redo &= redo - 1;
+            alignas(16) bf16_t in[8];
+            _mm_store_si128((__m128i *)in, h);
+            char *dst = o + 2 * (i + j);
+            if (table != nullptr) {
+                flags |= table->flags[in[j]];
+                st(dst, table->out[in[j]]);
+            }
+            else {
+                store_rounded(dst, Op::f(bf16_to_f32(in[j])), &ovf);
+            }
+        }
+    }
+    unary_table_raise(flags);
+    return ovf | unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);
+}
+
 template <class Tier, class Op>
 int twin_unary(const char *a, char *o, npy_intp n)
 {
-    __m256i ovf = _mm256_setzero_si256();
-    npy_intp i = 0;
-    for (; i + 8 <= n; i += 8) {
-        _mm_storeu_si128((__m128i *)(o + 2 * i), narrow8(V<Op>::f(widen8(a + 2 * i)), &ovf));
+    if constexpr (IsApproximate<Op>::value) {
+        return approximate_unary<Op>(a, o, n);
     }
-    int tail = unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);
-    return tail | !_mm256_testz_si256(ovf, ovf);
+    else {
+        __m256i ovf = _mm256_setzero_si256();
+        npy_intp i = 0;
+        for (; i + 8 <= n; i += 8) {
+            __m128i r = narrow8(V<Op>::f(widen8(a + 2 * i)), &ovf);
+            _mm_storeu_si128((__m128i *)(o + 2 * i), r);
+        }
+        int tail = unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);
+        return tail | !_mm256_testz_si256(ovf, ovf);
+    }
 }
 
 template <class Tier, class Op>

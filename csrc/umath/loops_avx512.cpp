@@ -5,9 +5,9 @@
  * 32 bfloat16 are one 64-byte load; the even elements widen with a shift, the odd ones with
  * a mask, so no shuffle is needed and the two rounded halves recombine in place with one
  * ternary-logic op. Rounding is bf16_round_bits_rne in 16 lanes; the overflow test runs only
- * for blocks holding an infinity. Tails use masked loads and stores (the masked-off lanes hold
- * 1.0, which raises no flag in any of these operations), so small arrays need no scalar loop.
- * Checked bit for bit against the portable loops for every tier in tests/test_umath_tiers.py.
+ * for blocks holding an infinity. Tails use masked loads and stores, so small arrays need no
+ * scalar loop.
+ * Checked against float32 and float64 references at every tier by tests/umath_tier_checks.py.
  */
 #include "umath/loops.h"
 
@@ -72,11 +72,12 @@ __attribute__((noinline)) int finite_became_inf(__m512 fe, __m512 fo, __mmask32 
 
 inline __mmask32 tail_mask(npy_intp left) { return (__mmask32)((1ull << left) - 1); }
 
-/* 32 bfloat16 from p; with a mask, the missing lanes read as 1.0 */
+/* 32 bfloat16 from p; with a mask, the missing lanes read as a quiet NaN, which raises no
+ * flag in any of these operations whatever the other operand (1.0 would: 1 / 0) */
 inline __m512i load_block(const char *p) { return _mm512_loadu_si512(p); }
 inline __m512i load_tail(const char *p, __mmask32 k)
 {
-    return _mm512_mask_loadu_epi16(_mm512_set1_epi16(0x3f80), k, p);
+    return _mm512_mask_loadu_epi16(_mm512_set1_epi16(0x7fc0), k, p);
 }
 
 /*
@@ -90,7 +91,10 @@ inline bool streaming_output(const char *o, npy_intp n)
 }
 
 /* Elements to handle before o is 64-byte aligned (o is 2-byte aligned). */
-inline npy_intp to_alignment(const char *o) { return (npy_intp)((64 - ((uintptr_t)o & 63)) & 63) / 2; }
+inline npy_intp to_alignment(const char *o)
+{
+    return (npy_intp)((64 - ((uintptr_t)o & 63)) & 63) / 2;
+}
 
 /* The vector form of each functor with a twin. */
 template <class Op> struct V;
@@ -101,7 +105,9 @@ template <> struct V<Subtract> {
 template <> struct V<Multiply> {
     static __m512 f(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
 };
-template <> struct V<Divide> { static __m512 f(__m512 a, __m512 b) { return _mm512_div_ps(a, b); } };
+template <> struct V<Divide> {
+    static __m512 f(__m512 a, __m512 b) { return _mm512_div_ps(a, b); }
+};
 /* The quiet predicates (_OQ/_Q) raise "invalid" only for signalling NaNs, as the functors'
  * std::isgreaterequal and a != a do. */
 template <> struct V<Maximum> {
@@ -138,12 +144,12 @@ template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(
 /*
  * Transcendentals: a float32 polynomial, rounded once to bfloat16. A lane is taken from the
  * scalar functor instead (through its unary table for calls of 32,768 elements or more, or
- * once the table exists: the same computation as the direct loop, IEEE flags included) when its input is outside the range where the
- * polynomial raises no flag but "inexact", or when the float32 result lies within NEAR
- * float32 ulps of a bfloat16 rounding midpoint: the polynomials are accurate to a few ulps,
- * so every other lane rounds as the exact value does (and ties cannot occur, so adding half
- * an ulp and truncating is the rounding). Verified over all 65,536 inputs, against the direct
- * loop and the float64 reference, in tests/test_umath_tiers.py.
+ * once the table exists: the same computation as the direct loop, IEEE flags included) when
+ * its input is outside the range where the polynomial raises no flag but "inexact", or when
+ * the float32 result lies within NEAR float32 ulps of a bfloat16 rounding midpoint: the
+ * polynomials are accurate to a few ulps, so every other lane rounds as the exact value does
+ * (and ties cannot occur, so adding half an ulp and truncating is the rounding). Verified over
+ * all 65,536 inputs, against float64 math, in tests/umath_tier_checks.py.
  */
 const int NEAR = 16;
 
@@ -155,21 +161,29 @@ inline __mmask16 between(__m512 x, float lo, float hi)
     return _mm512_cmp_ps_mask(x, c(lo), _CMP_GE_OQ) & _mm512_cmp_ps_mask(x, c(hi), _CMP_LE_OQ);
 }
 
-/* e^x for x in [-87, 88.5]: x = n ln2 + r, |r| <= ln2/2, a degree-5 fit of e^r (Chebyshev
- * nodes, relative error 1.7e-7), then scalef by 2^n. */
+/* e^(s r) for |s r| <= ln2/2: a degree-5 fit of e^t (Chebyshev nodes, relative error
+ * 1.7e-7) with t = s r folded into the coefficients, so no product of a tiny r is formed
+ * (it would raise "underflow"). */
+template <int S>
+inline __m512 exp_poly(__m512 r)
+{
+    constexpr double s = S == 1 ? 1.0 : 0.693147180559945309; /* e^r, or 2^r */
+    __m512 p = c((float)(0.008375135250389576 * s * s * s * s * s));
+    p = fmadd(p, r, c((float)(0.04191756621003151 * s * s * s * s)));
+    p = fmadd(p, r, c((float)(0.16666415333747864 * s * s * s)));
+    p = fmadd(p, r, c((float)(0.4999886751174927 * s * s)));
+    p = fmadd(p, r, c((float)(1.0 * s)));
+    return fmadd(p, r, c(1.0000001192092896f));
+}
+
+/* e^x for x in [-87, 88.5]: x = n ln2 + r, |r| <= ln2/2, e^r, then scalef by 2^n. */
 inline __m512 exp_core(__m512 x)
 {
     const __m512 shift = c(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
     __m512 n = _mm512_sub_ps(fmadd(x, c(1.44269504088896341f), shift), shift);
     __m512 r = fmadd(n, c(-0.693359375f), x);
     r = fmadd(n, c(2.12194440e-4f), r);
-    __m512 p = c(0.008375135250389576f);
-    p = fmadd(p, r, c(0.04191756621003151f));
-    p = fmadd(p, r, c(0.16666415333747864f));
-    p = fmadd(p, r, c(0.4999886751174927f));
-    p = fmadd(p, r, c(1.0f));
-    p = fmadd(p, r, c(1.0000001192092896f));
-    return _mm512_scalef_ps(p, n);
+    return _mm512_scalef_ps(exp_poly<1>(r), n);
 }
 
 /* 1 / d to about 2^-28 (d >= 1): rcp14 and one Newton step. */
@@ -188,36 +202,129 @@ template <> struct V<Exp> {
     }
 };
 
+/* 2^x for x in [-126, 127.5]: x = n + r exactly (|r| <= 1/2), 2^r by exp's polynomial, then
+ * scalef by 2^n. */
+template <> struct V<Exp2> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        *clean = between(x, -126.0f, 127.5f);
+        x = _mm512_maskz_mov_ps(*clean, x);
+        __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm512_scalef_ps(exp_poly<2>(_mm512_sub_ps(x, n)), n);
+    }
+};
+
 /* log x = e ln2 + f g(f), x = 2^e (1 + f), 1 + f in [0.75, 1.5) (getmant/getexp, subnormals
- * included), g a degree-8 fit of log1p(f) / f. Clean for 0 < x < inf. */
+ * included), g a degree-8 fit of log1p(f) / f (Chebyshev nodes). Clean for 0 < x < inf. */
+/* x = 2^e (1 + f): e, and f g(f) ~ log1p(f); x must be positive and finite. */
+inline void log_parts(__m512 x, __m512 *e, __m512 *log1p_f)
+{
+    __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
+    __m512 ex = _mm512_getexp_ps(x);
+    *e = _mm512_mask_add_ps(ex, _mm512_cmp_ps_mask(m, c(1.0f), _CMP_LT_OQ), ex, c(1.0f));
+    __m512 fr = _mm512_sub_ps(m, c(1.0f));
+    __m512 g = c(0.05425942689180374f);
+    g = fmadd(g, fr, c(-0.12091521173715591f));
+    g = fmadd(g, fr, c(0.14996832609176636f));
+    g = fmadd(g, fr, c(-0.1682281345129013f));
+    g = fmadd(g, fr, c(0.19975553452968597f));
+    g = fmadd(g, fr, c(-0.24993263185024261f));
+    g = fmadd(g, fr, c(0.3333360254764557f));
+    g = fmadd(g, fr, c(-0.5000006556510925f));
+    g = fmadd(g, fr, c(1.0f));
+    *log1p_f = _mm512_mul_ps(fr, g);
+}
+
+inline __mmask16 positive_finite(__m512 x)
+{
+    return _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
+           _mm512_cmp_ps_mask(x, c(INFINITY), _CMP_LT_OQ);
+}
+
 template <> struct V<Log> {
     static constexpr bool approximate = true;
     static __m512 f(__m512 x, __mmask16 *clean)
     {
-        *clean = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
-                 _mm512_cmp_ps_mask(x, c(INFINITY), _CMP_LT_OQ);
-        x = _mm512_mask_blend_ps(*clean, c(1.0f), x);
-        __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
-        __m512 e = _mm512_getexp_ps(x);
-        e = _mm512_mask_add_ps(e, _mm512_cmp_ps_mask(m, c(1.0f), _CMP_LT_OQ), e, c(1.0f));
-        __m512 fr = _mm512_sub_ps(m, c(1.0f));
-        __m512 g = c(0.05425942689180374f);
-        g = fmadd(g, fr, c(-0.12091521173715591f));
-        g = fmadd(g, fr, c(0.14996832609176636f));
-        g = fmadd(g, fr, c(-0.1682281345129013f));
-        g = fmadd(g, fr, c(0.19975553452968597f));
-        g = fmadd(g, fr, c(-0.24993263185024261f));
-        g = fmadd(g, fr, c(0.3333360254764557f));
-        g = fmadd(g, fr, c(-0.5000006556510925f));
-        g = fmadd(g, fr, c(1.0f));
-        __m512 lo = fmadd(e, c(-2.12194440e-4f), _mm512_mul_ps(fr, g));
-        return fmadd(e, c(0.693359375f), lo);
+        *clean = positive_finite(x);
+        __m512 e, l;
+        log_parts(_mm512_mask_blend_ps(*clean, c(1.0f), x), &e, &l);
+        return fmadd(e, c(0.693359375f), fmadd(e, c(-2.12194440e-4f), l));
     }
 };
 
-/* tanh: odd Taylor series to x^15 for |x| < 0.4, else sign(x) (1 - 2 / (e^2|x| + 1)) with
- * 2|x| capped at 40 (the result is 1.0f from about 9 on). Zeros pass through with their
- * sign; tiny nonzero |x| < 2^-40 (whose cube could underflow) and non-finite x are not clean. */
+/* log2 x = e + log1p(f) / ln2 */
+template <> struct V<Log2> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        *clean = positive_finite(x);
+        __m512 e, l;
+        log_parts(_mm512_mask_blend_ps(*clean, c(1.0f), x), &e, &l);
+        return fmadd(l, c(1.44269504088896341f), e);
+    }
+};
+
+/* expm1 t for t in [-60, 88.5]: t = n ln2 + r, expm1(r) = r + r^2 q(r) (q a degree-4 fit,
+ * Chebyshev nodes); for n != 0, 2^n (expm1(r) + 1) - 1 by scalef (no 2^128 is formed). */
+inline __m512 expm1_core(__m512 t)
+{
+    const __m512 shift = c(12582912.0f);
+    __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
+    __m512 r = fmadd(n, c(-0.693359375f), t);
+    r = fmadd(n, c(2.12194440e-4f), r);
+    __m512 q = c(0.0013933650916442275f);
+    q = fmadd(q, r, c(0.008363179862499237f));
+    q = fmadd(q, r, c(0.04166646674275398f));
+    q = fmadd(q, r, c(0.16666576266288757f));
+    q = fmadd(q, r, c(0.5f));
+    __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
+    __m512 scaled = _mm512_sub_ps(_mm512_scalef_ps(_mm512_add_ps(em, c(1.0f)), n), c(1.0f));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_EQ_OQ), scaled,
+                                em);
+}
+
+/* Zeros pass with their sign; tiny nonzero |x| < 2^-40 (whose square could underflow) is not
+ * clean. */
+inline __mmask16 tiny_or_zero_ok(__m512 x, __mmask16 range)
+{
+    __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    return (range & _mm512_cmp_ps_mask(_mm512_abs_ps(x), c(0x1p-40f), _CMP_GE_OQ)) | zero;
+}
+
+template <> struct V<Expm1> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        *clean = tiny_or_zero_ok(x, between(x, -60.0f, 88.5f));
+        __m512 r = expm1_core(_mm512_maskz_mov_ps(*clean, x));
+        /* zeros as they came (r + r^2 q turns -0.0 into +0.0) */
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), r, x);
+    }
+};
+
+/* log1p x = log u + (x - (u - 1)) / u with u = 1 + x rounded; clean for -1 < x < 2^100. */
+template <> struct V<Log1p> {
+    static constexpr bool approximate = true;
+    static __m512 f(__m512 x, __mmask16 *clean)
+    {
+        /* below 2^100: 1 / u stays normal (rcp14 of a huge u would raise "underflow") */
+        *clean = tiny_or_zero_ok(x, _mm512_cmp_ps_mask(x, c(-1.0f), _CMP_GT_OQ) &
+                                            _mm512_cmp_ps_mask(x, c(0x1p100f), _CMP_LT_OQ));
+        __m512 xs = _mm512_maskz_mov_ps(*clean, x);
+        __m512 u = _mm512_add_ps(xs, c(1.0f));
+        __m512 e, l;
+        log_parts(u, &e, &l);
+        __m512 corr = _mm512_mul_ps(_mm512_sub_ps(xs, _mm512_sub_ps(u, c(1.0f))), reciprocal(u));
+        __m512 r = fmadd(e, c(0.693359375f), fmadd(e, c(-2.12194440e-4f), _mm512_add_ps(l, corr)));
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), r, x);
+    }
+};
+
+/* tanh |x| = E / (E + 2) with E = expm1(2|x|) (2|x| capped at 40, where the result is 1.0f):
+ * 2|x| = n ln2 + r, expm1(r) = r + r^2 q(r) with q a degree-4 fit (Chebyshev nodes), and
+ * E = 2^n expm1(r) + (2^n - 1), accurate relative to E also for tiny x. Zeros pass through
+ * with their sign; tiny nonzero |x| < 2^-40 and non-finite x are not clean. */
 template <> struct V<Tanh> {
     static constexpr bool approximate = true;
     static __m512 f(__m512 x, __mmask16 *clean)
@@ -225,23 +332,23 @@ template <> struct V<Tanh> {
         __m512 ax = _mm512_abs_ps(x);
         __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ);
         *clean = between(ax, 0x1p-40f, 3.0e38f) | zero;
-        ax = _mm512_maskz_mov_ps(*clean, ax);
-        __m512 as = _mm512_min_ps(ax, c(0.5f)); /* keeps the series' powers finite */
-        __m512 z = _mm512_mul_ps(as, as);
-        __m512 p = c(-929569.0f / 638512875);
-        p = fmadd(p, z, c(21844.0f / 6081075));
-        p = fmadd(p, z, c(-1382.0f / 155925));
-        p = fmadd(p, z, c(62.0f / 2835));
-        p = fmadd(p, z, c(-17.0f / 315));
-        p = fmadd(p, z, c(2.0f / 15));
-        p = fmadd(p, z, c(-1.0f / 3));
-        __m512 small = fmadd(_mm512_mul_ps(p, z), as, as);
-        __m512 e2 = exp_core(_mm512_min_ps(_mm512_add_ps(ax, ax), c(40.0f)));
-        __m512 big = _mm512_fnmadd_ps(c(2.0f), reciprocal(_mm512_add_ps(e2, c(1.0f))), c(1.0f));
-        __m512 r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, c(0.4f), _CMP_LT_OQ), big, small);
+        __m512 t = _mm512_min_ps(_mm512_maskz_add_ps(*clean, ax, ax), c(40.0f));
+        const __m512 shift = c(12582912.0f);
+        __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
+        __m512 r = fmadd(n, c(-0.693359375f), t);
+        r = fmadd(n, c(2.12194440e-4f), r);
+        __m512 q = c(0.0013933650916442275f);
+        q = fmadd(q, r, c(0.008363179862499237f));
+        q = fmadd(q, r, c(0.04166646674275398f));
+        q = fmadd(q, r, c(0.16666576266288757f));
+        q = fmadd(q, r, c(0.5f));
+        __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
+        __m512 p2 = _mm512_scalef_ps(c(1.0f), n);
+        __m512 e = fmadd(p2, em, _mm512_sub_ps(p2, c(1.0f)));
+        __m512 th = _mm512_mul_ps(e, reciprocal(_mm512_add_ps(e, c(2.0f))));
         /* copy x's sign (zeros included): C ? A : B, C the magnitude mask */
         return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
-                _mm512_castps_si512(r), _mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff),
+                _mm512_castps_si512(th), _mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff),
                 0xE4));
     }
 };
@@ -391,28 +498,31 @@ int twin_unary(const char *a, char *o, npy_intp n)
             __m512i wo = add_half_ulp(V<Op>::f(odd_f32(v), &clean_o));
             __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo,
                                                     _mm512_set1_epi32((int)0xffff0000u), 0xF8);
+            unsigned redo_e = (unsigned)(__mmask16)(~clean_e | near_midpoint(we));
+            unsigned redo_o = (unsigned)(__mmask16)(~clean_o | near_midpoint(wo));
+            /* the inputs are kept aside first: o may be a (in-place calls) */
+            alignas(64) bf16_t in[BLOCK];
+            if (redo_e | redo_o) {
+                _mm512_store_si512(in, v);
+            }
             if (count == BLOCK) {
                 _mm512_storeu_si512(o + 2 * i, out);
             }
             else {
                 _mm512_mask_storeu_epi16(o + 2 * i, k, out);
             }
-            unsigned redo_e = (unsigned)(__mmask16)(~clean_e | near_midpoint(we));
-            unsigned redo_o = (unsigned)(__mmask16)(~clean_o | near_midpoint(wo));
             if (redo_e | redo_o) {
                 uint32_t redo = (spread_bits(redo_e) | (spread_bits(redo_o) << 1)) & (uint32_t)k;
                 while (redo) {
                     int j = __builtin_ctz(redo);
                     redo &= redo - 1;
-                    const char *src = a + 2 * (i + j);
                     char *dst = o + 2 * (i + j);
                     if (table != nullptr) {
-                        bf16_t x = ld(src);
-                        flags |= table->flags[x];
-                        st(dst, table->out[x]);
+                        flags |= table->flags[in[j]];
+                        st(dst, table->out[in[j]]);
                     }
                     else {
-                        store_rounded(dst, Op::f(bf16_to_f32(ld(src))), &ovf);
+                        store_rounded(dst, Op::f(bf16_to_f32(in[j])), &ovf);
                     }
                 }
             }

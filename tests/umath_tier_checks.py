@@ -1,0 +1,222 @@
+"""Checks of the ufunc loops of one instruction-set tier, run by test_umath_tiers.py in a
+fresh process with BFLOAT16_DTYPE_ISA set (the tier is chosen once, at import).
+
+Every check compares with an independent reference: numpy's float32 arithmetic on the exact
+widened inputs rounded by `reference_round` (integer arithmetic), or float64 math rounded by
+`f64_to_bf16_bits`; and the vector (contiguous) loops with the scalar (strided) ones for the
+IEEE warnings. Run it alone with
+`BFLOAT16_DTYPE_ISA=avx2 EXPECT_UFUNC_TIER=avx2 pytest tests/umath_tier_checks.py`.
+"""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import bfloat16_dtype
+from bfloat16_dtype import bfloat16
+from conftest import exact_f32, reference_round
+from test_ufuncs import (CORRECTLY_ROUNDED_UNARY, TRANSCENDENTAL_UNARY, assert_same_bits,
+                         f64_to_bf16_bits, widen64)
+
+BF16 = np.dtype(bfloat16)
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+ALL_VALUES = ALL_BITS.view(BF16)
+# lengths that end in every kind of tail of 8-, 16- and 32-lane loops
+LENGTHS = [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 1000, 4099]
+
+
+def bits(a):
+    return np.ascontiguousarray(a).view(np.uint16)
+
+
+def test_the_tier_in_force_is_the_one_asked_for():
+    want = os.environ["EXPECT_UFUNC_TIER"]
+    assert bfloat16_dtype._ext._simd == want
+    assert bfloat16_dtype.config()["components"]["ufunc loops"] == want
+
+
+def unary_reference(name):
+    f = getattr(np, name)
+    with np.errstate(all="ignore"):
+        if name in CORRECTLY_ROUNDED_UNARY:
+            return reference_round(f(exact_f32(ALL_BITS)))
+        return f64_to_bf16_bits(f(widen64(ALL_BITS)))
+
+
+@pytest.mark.parametrize("name", CORRECTLY_ROUNDED_UNARY + TRANSCENDENTAL_UNARY)
+def test_unary_exhaustive_every_layout(name):
+    """All 65,536 inputs equal the reference bit for bit (transcendentals: correctly rounded
+    float64 results), in pieces shorter than the table threshold (first, so no table exists
+    yet), in one call (which builds the table), strided, and in place."""
+    f = getattr(np, name)
+    want = unary_reference(name)
+    nan_sign = name in ("negative", "absolute", "fabs", "positive")
+    with np.errstate(all="ignore"):
+        pieces = np.empty(65536, BF16)
+        start = 0
+        for length in LENGTHS * 4:
+            stop = min(65536, start + length)
+            pieces[start:stop] = f(ALL_VALUES[start:stop])
+            start = stop
+        pieces[start:] = f(ALL_VALUES[start:])
+        whole = f(ALL_VALUES)
+        spread = np.zeros(2 * 65536, BF16)
+        spread[::2] = ALL_VALUES
+        strided = f(spread[::2])
+        inplace = ALL_VALUES.copy()
+        f(inplace, out=inplace)
+    for layout, got in (("pieces", pieces), ("whole", whole), ("strided", strided),
+                        ("in place", inplace)):
+        assert_same_bits(bits(got), want, f"{name} {layout}", nan_sign=nan_sign)
+
+
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 100.0, -100.0, 88.5, 89.0,
+            -87.0, -88.0, -104.0, 3e38, -3e38, 1e-30, -1e-30, 1e-39, -1e-39, 1e-45]
+
+
+def warning_kinds(f, x):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(all="warn"):
+            f(x)
+    return sorted({str(w.message).split(" encountered")[0] for w in caught})
+
+
+@pytest.mark.parametrize("name", ["sqrt", "square", "reciprocal", "exp", "log", "tanh",
+                                  "exp2", "log2", "sin", "expm1", "log1p"])
+def test_unary_warnings_same_in_vector_and_scalar_loops(name):
+    """Each special input, alone and inside a 40-element block of ordinary values, raises the
+    same IEEE warnings through the contiguous (vector) loop as through the strided one."""
+    f = getattr(np, name)
+    for v in SPECIALS:
+        block = np.full(40, 0.25, BF16)
+        block[13] = v
+        spread = np.zeros(80, BF16)
+        spread[::2] = block
+        want = warning_kinds(f, spread[::2])
+        assert warning_kinds(f, block) == want, (name, v)
+        assert warning_kinds(f, np.array([v], BF16)) == warning_kinds(
+            f, np.array([v, v], BF16)[::2]), (name, v)
+
+
+BINARY_F32 = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "fmax", "fmin"]
+COMPARISONS = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+
+
+def operand_pairs():
+    """Every bit pattern against four shuffles of every bit pattern, plus special crosses."""
+    rng = np.random.default_rng(20261122)
+    a = np.concatenate([ALL_BITS] * 4)
+    b = np.concatenate([rng.permutation(ALL_BITS) for _ in range(4)])
+    special = np.array([0x0000, 0x8000, 0x3F80, 0xBF80, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81,
+                        0x7F7F, 0xFF7F, 0x0001, 0x8001, 0x0080], np.uint16)
+    sa, sb = np.meshgrid(special, special)
+    return np.concatenate([a, sa.ravel()]), np.concatenate([b, sb.ravel()])
+
+
+A_BITS, B_BITS = operand_pairs()
+
+
+def quiet(b):
+    snan = ((b & 0x7FFF) > 0x7F80) & ((b & 0x7FFF) < 0x7FC0)
+    return np.where(snan, b | 0x40, b).astype(np.uint16)
+
+
+def binary_reference(name, a_bits, b_bits):
+    f = getattr(np, name)
+    with np.errstate(all="ignore"):
+        r = f(exact_f32(a_bits), exact_f32(b_bits))
+    if name in COMPARISONS:
+        return r
+    r = reference_round(r)
+    if name in ("maximum", "minimum", "fmax", "fmin"):
+        # of two zeros, float16 (the behavioural reference) returns the first; float32's
+        # vector loops do not say which
+        zeros = ((a_bits & 0x7FFF) == 0) & ((b_bits & 0x7FFF) == 0)
+        r = np.where(zeros, a_bits, r).astype(np.uint16)
+    return r
+
+
+@pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
+def test_binary_every_layout(name):
+    """Contiguous, array-scalar (both sides), strided, in place and short tails against
+    numpy's float32 result on the exact inputs, rounded once."""
+    f = getattr(np, name)
+    a_bits, b_bits = A_BITS, B_BITS
+    if name in ("maximum", "minimum", "fmax", "fmin"):
+        # what a signalling NaN operand gives is unspecified (test_ufuncs does the same)
+        a_bits, b_bits = quiet(a_bits), quiet(b_bits)
+    a, b = a_bits.view(BF16), b_bits.view(BF16)
+    compare = name in COMPARISONS
+
+    def check(got, a_bits, b_bits, layout):
+        want = binary_reference(name, a_bits, b_bits)
+        if compare:
+            assert np.array_equal(got, want), f"{name} {layout}"
+        else:
+            assert_same_bits(bits(got), want, f"{name} {layout}")
+
+    with np.errstate(all="ignore"):
+        check(f(a, b), a_bits, b_bits, "contiguous")
+        for s in (0, 2, 3, 4, 6, 9, 11):  # +0, 1, -1, inf, NaN, max, smallest subnormal
+            scalar = b[len(ALL_BITS) * 4 + s * 15: len(ALL_BITS) * 4 + s * 15 + 1]
+            sb = np.broadcast_to(b_bits[len(ALL_BITS) * 4 + s * 15], a_bits.shape)
+            check(f(a, scalar), a_bits, sb, "array-scalar")
+            check(f(scalar, a), sb, a_bits, "scalar-array")
+        check(f(a[::3], b[::3]), a_bits[::3], b_bits[::3], "strided")
+        for n in LENGTHS:
+            check(f(a[5:5 + n], b[7:7 + n]), a_bits[5:5 + n], b_bits[7:7 + n], f"length {n}")
+        if not compare:
+            x = a.copy()
+            f(x, b, out=x)
+            check(x, a_bits, b_bits, "in place")
+
+
+def test_overflow_warns_in_vector_loops_only_when_a_finite_result_rounds_to_inf():
+    big = np.full(100, 3e38, BF16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(over="raise"):
+            with pytest.raises(FloatingPointError):
+                np.add(big, big)
+            with pytest.raises(FloatingPointError):
+                np.multiply(big, np.array(2.0, BF16))
+            inf = np.full(100, np.inf, BF16)
+            assert np.isinf(np.add(inf, big).astype(np.float32)).all()  # inf in: no overflow
+            assert np.isinf(np.multiply(inf, np.array(2.0, BF16)).astype(np.float32)).all()
+
+
+@pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
+def test_binary_warnings_same_in_vector_and_scalar_loops(name):
+    """Array-scalar and array-array calls of every tail length raise the warnings of the
+    strided loop: the lanes past the end of a short vector must not raise any (1 / 0)."""
+    f = getattr(np, name)
+    for fill in (0.0, np.inf, np.nan, 1.0):
+        for other in (0.0, -0.0, np.inf, 2.0):
+            for n in LENGTHS[:12]:
+                x = np.full(n, fill, BF16)
+                s = np.array(other, BF16)
+                spread = np.zeros(2 * n, BF16)
+                spread[::2] = x
+                for args, strided in (((x, s), (spread[::2], s)), ((s, x), (s, spread[::2])),
+                                      ((x, np.full(n, other, BF16)),
+                                       (spread[::2], np.full(n, other, BF16)))):
+                    assert warning_kinds(lambda a: f(*a), args) == \
+                        warning_kinds(lambda a: f(*a), strided), (name, fill, other, n)
+
+
+def test_outer_axis_sum_accumulates_in_float32():
+    """np.sum(axis=0) adds row after row into a float32 shadow (the reduction-slice loop):
+    equal to numpy's float32 row-by-row sum of the exact values, rounded once."""
+    rng = np.random.default_rng(7)
+    x32 = rng.standard_normal((300, 77)).astype(np.float32)
+    x = x32.astype(BF16)
+    want = reference_round(np.add.reduce(x.astype(np.float32), axis=0))
+    assert_same_bits(bits(np.sum(x, axis=0)), want, "sum axis 0")
+
+
+def test_inplace_add_of_size_one_keeps_negative_zero():
+    x = np.array([-0.0], BF16)
+    x += x
+    assert np.signbit(x.astype(np.float32)).tolist() == [True]
