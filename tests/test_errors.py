@@ -10,11 +10,11 @@ from bfloat16_dtype import bfloat16
 
 
 @pytest.mark.parametrize("call,exc,text", [
-    (lambda: bfloat16(np.zeros(3)), TypeError, "shape"),
+    (lambda: bfloat16([[1.0], [1.0, 2.0]]), ValueError, "inhomogeneous"),
     (lambda: bfloat16("1.5x"), ValueError, "1.5x"),
     (lambda: bfloat16(b"\xff"), ValueError, "could not convert"),
     (lambda: bfloat16(1 + 2j), TypeError, "complex"),
-    (lambda: bfloat16([1.0]), TypeError, "real number"),
+    (lambda: bfloat16({}), TypeError, "real number"),
     (lambda: bfloat16(object()), TypeError, "object"),
     (lambda: np.array(["1.5", "x"]).astype(bfloat16), ValueError, "'x'"),
     (lambda: np.array([b"1\x002"], "S3").astype(bfloat16), ValueError, "could not convert"),

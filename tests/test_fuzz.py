@@ -86,6 +86,12 @@ def test_scalar_from_anything(obj):
     except (TypeError, ValueError) as e:
         assert str(e)
         return
+    if isinstance(got, np.ndarray):
+        # a sequence or array gives an array, as np.float16(sequence) does: element by element
+        assert got.dtype == bfloat16 and got.shape == np.shape(obj), (obj, got)
+        for g, o in zip(got.ravel().view(np.uint16), np.asarray(obj, dtype=object).ravel()):
+            assert same_bits(int(g), reference_bits(o)), (obj, hex(int(g)))
+        return
     if isinstance(obj, np.ndarray):
         obj = obj[()]
     if isinstance(obj, (str, bytes, np.str_, np.bytes_)):
