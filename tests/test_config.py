@@ -10,6 +10,9 @@ import pytest
 import bfloat16_dtype
 from bfloat16_dtype._config import TIERS
 
+# child interpreters start in tests/, so they import the installed package, not the source tree
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
 
 def cpu_flags():
     """The CPU's feature flags read independently from /proc/cpuinfo (Linux only)."""
@@ -39,7 +42,7 @@ def run_with_isa(value, code):
         env.pop("BFLOAT16_DTYPE_ISA", None)
     else:
         env["BFLOAT16_DTYPE_ISA"] = value
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, env=env, capture_output=True, text=True,
                           timeout=120)
 
 

@@ -17,6 +17,9 @@ import pytest
 import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 
+# child interpreters start in tests/, so they import the installed package, not the source tree
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
 ONE = np.ones(1, bfloat16)
 HUGE = 2 ** 41  # beyond the kernel's 2**40 per dimension
 
@@ -65,7 +68,7 @@ def test_workspace_allocation_failure_raises_memory_error():
     """)
     if not sys.platform.startswith("linux"):
         pytest.skip("uses /proc and RLIMIT_AS")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, BFLOAT16_DTYPE_NUM_THREADS="1"))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()

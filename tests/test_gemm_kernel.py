@@ -22,6 +22,9 @@ import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 from conftest import exact_f32, reference_round
 
+# child interpreters start in tests/, so they import the installed package, not the source tree
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
 U = 2.0 ** -24
 # kernel tiers shipped on x86-64, lowest first (kernel.h's table)
 SHIPPED = ("baseline", "avx2", "avx512")
@@ -189,7 +192,7 @@ def test_raising_thread_count_after_a_parallel_call():
                 bad += sum(not np.array_equal(g, r) for g, r in zip(got, ref))
         print("mismatches", bad)
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+    r = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=300,
                        env=dict(os.environ))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "mismatches 0", r.stdout + r.stderr

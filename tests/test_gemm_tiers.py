@@ -57,7 +57,7 @@ def test_avx2_and_baseline_kernels_give_the_same_bits():
         pytest.skip(f"CPU lacks the avx2 tier ({bd.config()['reason']})")
     digests = {}
     for tier in ("baseline", "avx2"):
-        r = subprocess.run([sys.executable, "-c", _DIGEST], capture_output=True, text=True, timeout=300,
+        r = subprocess.run([sys.executable, "-c", _DIGEST], cwd=HERE, capture_output=True, text=True, timeout=300,
                            env=dict(os.environ, BFLOAT16_DTYPE_ISA=tier))
         assert r.returncode == 0, r.stderr
         name, digest = r.stdout.split()

@@ -1,5 +1,6 @@
 """ml_dtypes side by side: bit-copy casts both ways, mixed ufuncs, and what np.dtype("bfloat16")
 means in each import order (fresh interpreters)."""
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,9 @@ import bfloat16_dtype
 from bfloat16_dtype import bfloat16, interop
 
 from conftest import exact_f32, reference_round
+
+# child interpreters start in tests/, so they import the installed package, not the source tree
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # Importing ml_dtypes hands it the name "bfloat16" (the documented rule). This import happens
 # while pytest collects, before other modules' tests run: give them the name back, and let the
@@ -115,7 +119,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(code):
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     return res.stdout.strip()
 

@@ -17,6 +17,9 @@ from hypothesis import assume, example, given, settings, strategies as st
 
 from bfloat16_dtype import bfloat16
 
+# child interpreters start in tests/, so they import the installed package, not the source tree
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
 TWO = Fraction(2)
 
 
@@ -279,7 +282,7 @@ def test_fromstring_behaves_like_float16():
                 same = got[1] == f16[1]
             print(i, "same" if same else f"differs: {{got}} {{f16}}", flush=True)
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=300)
     lines = r.stdout.splitlines()
     for i, case in enumerate(FROMSTRING_CASES):
         assert i < len(lines), f"child died at {case!r}: {r.returncode} {r.stderr[-1500:]}"
@@ -353,5 +356,5 @@ def test_fromstring_beside_python_threads():
             for t in threads: t.join()
         print("done")
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "done" in r.stdout, (r.returncode, r.stderr[-2000:])

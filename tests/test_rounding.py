@@ -6,6 +6,7 @@ rational arithmetic (float64 stochastic thresholds), and binomial statistics ove
 """
 from __future__ import annotations
 
+import os
 import warnings
 from fractions import Fraction
 
@@ -18,6 +19,9 @@ from bfloat16_dtype import _ext, bfloat16
 from bfloat16_dtype.rounding import ROUNDING_MODES, to_bfloat16
 
 from conftest import exact_f32, reference_round
+
+# child interpreters start in tests/, so they import the installed package, not the source tree
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 BF16 = np.dtype(bfloat16)
 
@@ -417,7 +421,7 @@ def test_baseline_tier_kernel_gives_the_same_bits(tmp_path):
         "np.save(sys.argv[2], np.stack(out))\n"
     )
     env = {**os.environ, "BFLOAT16_DTYPE_ISA": "baseline"}
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.npy"), str(tmp_path / "b.npy")],
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.npy"), str(tmp_path / "b.npy")], cwd=TESTS_DIR,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     with np.errstate(over="ignore"):

@@ -15,6 +15,9 @@ import pytest
 import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 
+# child interpreters start in tests/, so they import the installed package, not the source tree
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
 rng = np.random.default_rng(7)
 A = rng.standard_normal((96, 200)).astype(bfloat16)
 B = rng.standard_normal((200, 72)).astype(bfloat16)
@@ -122,6 +125,6 @@ def test_fork_after_pool_started():
         ok = np.array_equal((a @ b).view(np.uint16), want)
         print("child", os.waitstatus_to_exitcode(status), "parent", ok)
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "child 0 parent True" in r.stdout, (r.stdout, r.stderr[-2000:])
