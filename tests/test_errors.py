@@ -19,11 +19,24 @@ from bfloat16_dtype import bfloat16
     (lambda: np.array(["1.5", "x"]).astype(bfloat16), ValueError, "'x'"),
     (lambda: np.array([b"1\x002"], "S3").astype(bfloat16), ValueError, "could not convert"),
     (lambda: np.array([object()], object).astype(bfloat16), TypeError, "object"),
-    (lambda: np.fromstring("1 2 x", dtype=bfloat16, sep=" "), ValueError, "unmatched data"),
 ])
 def test_error_names_the_problem(call, exc, text):
     with pytest.raises(exc, match=text):
         call()
+
+
+def test_fromstring_unmatched_data_like_float64():
+    """NumPy decides what unmatched text does (a ValueError, or on NumPy 2.0 a
+    DeprecationWarning and the values read so far): bfloat16 behaves as float64 does."""
+    try:
+        want = np.fromstring("1 2 x", dtype=np.float64, sep=" ")
+    except ValueError:
+        with pytest.raises(ValueError, match="unmatched data"):
+            np.fromstring("1 2 x", dtype=bfloat16, sep=" ")
+    else:
+        with pytest.warns(DeprecationWarning, match="unmatched data"):
+            got = np.fromstring("1 2 x", dtype=bfloat16, sep=" ")
+        assert got.astype(np.float64).tolist() == want.tolist()
 
 
 def test_complex_cast_warns():

@@ -38,6 +38,8 @@ def _k_too_big_cases():
 
 @pytest.mark.parametrize("name", list(_k_too_big_cases()))
 def test_k_beyond_the_kernel_limit_raises(name):
+    if name in ("matvec", "vecmat") and not hasattr(np, name):
+        pytest.skip(f"np.{name} exists from NumPy 2.2")
     with pytest.raises(ValueError, match=r"2\*\*40.*|exceeds"):
         _k_too_big_cases()[name]()
 
@@ -60,6 +62,8 @@ def test_workspace_allocation_failure_raises_memory_error():
         calls = {"matvec": lambda: np.matvec(a, v), "matmul": lambda: a @ v,
                  "vecmat": lambda: np.vecmat(v, a.T), "linalg": lambda: bd.matvec(a, v)}
         for name, f in calls.items():
+            if name in ("matvec", "vecmat") and not hasattr(np, name):  # NumPy < 2.2
+                continue
             try:
                 f()
                 print(name, "no error")
@@ -72,6 +76,6 @@ def test_workspace_allocation_failure_raises_memory_error():
                        env=dict(os.environ, BFLOAT16_DTYPE_NUM_THREADS="1"))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 4, r.stdout
+    assert len(lines) == 2 + hasattr(np, "matvec") + hasattr(np, "vecmat"), r.stdout
     for line in lines:
         assert "MemoryError" in line and "16777216 bytes" in line and "4194304" in line, line
