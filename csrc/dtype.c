@@ -146,10 +146,10 @@ dot_f32(const char *a, npy_intp sa, const char *b, npy_intp sb, npy_intp n)
 }
 
 static void
-bf16_dot(char *ip1, npy_intp is1, char *ip2, npy_intp is2, char *op, npy_intp n,
+bf16_dot(void *ip1, npy_intp is1, void *ip2, npy_intp is2, void *op, npy_intp n,
          void *NPY_UNUSED(ignore))
 {
-    float acc = dot_f32(ip1, is1, ip2, is2, n);
+    float acc = dot_f32((const char *)ip1, is1, (const char *)ip2, is2, n);
     store_bits(op, f32_to_bf16(acc));
 }
 
