@@ -1,8 +1,14 @@
 """Shared fixtures: every bfloat16 bit pattern and its exact float64 value."""
+import os
+
 import numpy as np
 import pytest
 
 from bfloat16_dtype import bfloat16
+
+# Child interpreters (subprocess tests) start here, so they import the installed package, not
+# the source tree at the repository root.
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture(scope="session")

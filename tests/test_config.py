@@ -10,8 +10,7 @@ import pytest
 import bfloat16_dtype
 from bfloat16_dtype._config import TIERS
 
-# child interpreters start in tests/, so they import the installed package, not the source tree
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+from conftest import TESTS_DIR  # noqa: E402
 
 
 def cpu_flags():

@@ -17,8 +17,7 @@ import pytest
 import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 
-# child interpreters start in tests/, so they import the installed package, not the source tree
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+from conftest import TESTS_DIR  # noqa: E402
 
 ONE = np.ones(1, bfloat16)
 HUGE = 2 ** 41  # beyond the kernel's 2**40 per dimension

@@ -22,8 +22,7 @@ import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 from conftest import exact_f32, reference_round
 
-# child interpreters start in tests/, so they import the installed package, not the source tree
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+from conftest import TESTS_DIR  # noqa: E402
 
 U = 2.0 ** -24
 # kernel tiers shipped on x86-64, lowest first (kernel.h's table)

@@ -13,8 +13,7 @@ from bfloat16_dtype import bfloat16, interop
 
 from conftest import exact_f32, reference_round
 
-# child interpreters start in tests/, so they import the installed package, not the source tree
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+from conftest import TESTS_DIR  # noqa: E402
 
 # Importing ml_dtypes hands it the name "bfloat16" (the documented rule). This import happens
 # while pytest collects, before other modules' tests run: give them the name back, and let the

@@ -17,8 +17,7 @@ from hypothesis import assume, example, given, settings, strategies as st
 
 from bfloat16_dtype import bfloat16
 
-# child interpreters start in tests/, so they import the installed package, not the source tree
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+from conftest import TESTS_DIR  # noqa: E402
 
 
 

@@ -20,8 +20,7 @@ from bfloat16_dtype.rounding import ROUNDING_MODES, to_bfloat16
 
 from conftest import exact_f32, reference_round
 
-# child interpreters start in tests/, so they import the installed package, not the source tree
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+from conftest import TESTS_DIR  # noqa: E402
 
 BF16 = np.dtype(bfloat16)
 

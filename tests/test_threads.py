@@ -15,8 +15,7 @@ import pytest
 import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 
-# child interpreters start in tests/, so they import the installed package, not the source tree
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+from conftest import TESTS_DIR  # noqa: E402
 
 rng = np.random.default_rng(7)
 A = rng.standard_normal((96, 200)).astype(bfloat16)
