@@ -67,12 +67,39 @@ class Timing:
     spread: float  # (max - min) / median of the timed repeats, a rough noise indicator
 
 
+QUIET_WINDOW = 0.02  # seconds per look at the other threads' CPU use (several time slices)
+QUIET_SHARE = 0.05  # "quiet": the other threads together use less than this share of one core
+QUIET_MAX_WAIT = 2.0  # give up waiting after this long (a pool that never sleeps)
+
+
+def wait_for_quiet_threads(max_wait: float = QUIET_MAX_WAIT) -> float:
+    """Wait until the process's other threads stop using the CPU; return the seconds waited.
+
+    Thread pools keep running after a call returns: OpenBLAS's workers spin for about 2^28
+    cycles (~0.1 s) after each BLAS call, OpenMP's for a few milliseconds. Timed right after a
+    float32 BLAS call, a multithreaded contender shares a core with that spinning worker and
+    reads up to twice as slow. The other threads' CPU time is the process's CPU time minus the
+    calling thread's, sampled over short windows while this thread sleeps.
+    """
+    start = time.perf_counter()
+    while True:
+        p0, t0, w0 = time.process_time(), time.thread_time(), time.perf_counter()
+        time.sleep(QUIET_WINDOW)
+        p1, t1, w1 = time.process_time(), time.thread_time(), time.perf_counter()
+        others = (p1 - p0) - (t1 - t0)
+        if others < QUIET_SHARE * (w1 - w0) or w1 - start >= max_wait:
+            return w1 - start
+
+
 def measure(fn: Callable[[], object], settings: Settings) -> Timing:
     """Warm up once, then time ``fn`` repeatedly and return the median.
 
     The repeat count adapts to the warm-up time so that each cell costs about
     ``settings.budget`` seconds; calls slower than ``settings.slow_call`` are timed once.
+    It first waits for other thread pools of the process to go idle (wait_for_quiet_threads),
+    so that each contender runs undisturbed by the one timed before it.
     """
+    wait_for_quiet_threads()
     start = time.perf_counter()
     fn()
     warm = time.perf_counter() - start
