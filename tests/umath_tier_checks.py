@@ -72,7 +72,8 @@ def test_unary_exhaustive_every_layout(name):
 
 
 SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 100.0, -100.0, 88.5, 89.0,
-            -87.0, -88.0, -104.0, 3e38, -3e38, 1e-30, -1e-30, 1e-39, -1e-39, 1e-45]
+            -87.0, -88.0, -104.0, 3e38, -3e38, 1e-30, -1e-30, 1e-39, -1e-39, 1e-45,
+            65536.0, -66048.0, 2.0**-40, -(2.0**-41), 1e-20]  # sin/cos: ends of the vector range
 
 
 def warning_kinds(f, x):
@@ -84,7 +85,7 @@ def warning_kinds(f, x):
 
 
 @pytest.mark.parametrize("name", ["sqrt", "square", "reciprocal", "exp", "log", "tanh",
-                                  "exp2", "log2", "sin", "expm1", "log1p"])
+                                  "exp2", "log2", "sin", "cos", "expm1", "log1p"])
 def test_unary_warnings_same_in_vector_and_scalar_loops(name):
     """Each special input, alone and inside a 40-element block of ordinary values, raises the
     same IEEE warnings through the contiguous (vector) loop as through the strided one."""
