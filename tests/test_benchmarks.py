@@ -310,3 +310,31 @@ def test_blas_forcing_variables_removed_and_isa_tiers(tmp_path):
     for row in isa["rows"] + forced["rows"]:
         for cell in row["cells"].values():
             assert cell["status"] == "ok", cell
+
+
+def test_timing_waits_until_other_threads_are_idle():
+    """measure() starts only once the process's other threads stop using the CPU (thread pools
+    that spin after a call, as OpenBLAS's workers do for ~0.1 s); a thread spinning for 0.3 s
+    delays it, an idle process does not."""
+    import threading
+    import time
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _harness as h
+    finally:
+        sys.path.pop(0)
+
+    assert h.wait_for_quiet_threads() < 0.2
+
+    def spin(until):
+        while time.perf_counter() < until:
+            pass
+
+    worker = threading.Thread(target=spin, args=(time.perf_counter() + 0.3,))
+    worker.start()
+    try:
+        waited = h.wait_for_quiet_threads()
+    finally:
+        worker.join()
+    assert 0.2 <= waited < h.QUIET_MAX_WAIT
