@@ -150,18 +150,25 @@ class _LoaderThenRegister(importlib.abc.Loader):
 
 
 class _AfterImportHook(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self._busy = threading.local()   # a finder below that asks sys.meta_path again
+
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in _pending:
+        if fullname not in _pending or getattr(self._busy, "name", None) == fullname:
             return None
-        # Ask the finders after this one (path entries, editable installs) for the real spec.
-        for finder in list(sys.meta_path):
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
+        # Ask the other finders (path entries, editable installs) for the real spec.
+        self._busy.name = fullname
+        try:
+            for finder in list(sys.meta_path):
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            self._busy.name = None
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return None
         spec.loader = _LoaderThenRegister(spec.loader, fullname)

@@ -144,3 +144,41 @@ def test_name_is_ours_without_ml_dtypes():
         print("ok")
     """)
     assert _run(code) == "ok"
+
+
+def test_explicit_registration_before_ml_dtypes_is_imported():
+    # register_ml_dtypes imports ml_dtypes itself: the import hook runs inside that call
+    code = textwrap.dedent("""
+        import sys, numpy as np
+        import bfloat16_dtype
+        from bfloat16_dtype import interop
+        assert "ml_dtypes" not in sys.modules
+        assert interop.register_ml_dtypes() is True and interop.ml_dtypes_registered()
+        import ml_dtypes
+        x = np.array([1.5], bfloat16_dtype.bfloat16)
+        assert x.astype(ml_dtypes.bfloat16).view(np.uint16).tolist() == [0x3FC0]
+        print(repr(bfloat16_dtype.dtype))
+    """)
+    assert _run(code) == "dtype(bfloat16_dtype.bfloat16)"
+
+
+def test_import_hook_with_a_finder_that_asks_sys_meta_path_again():
+    # a finder further down that calls importlib.util.find_spec for the same name must not
+    # send the import hook into a loop
+    code = textwrap.dedent("""
+        import importlib.abc, importlib.util, sys
+        calls = []
+        class Asking(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "ml_dtypes" and not calls:
+                    calls.append(name)
+                    return importlib.util.find_spec(name)
+                return None
+        sys.meta_path.insert(0, Asking())
+        import bfloat16_dtype
+        from bfloat16_dtype import interop
+        import ml_dtypes
+        assert calls == ["ml_dtypes"] and interop.ml_dtypes_registered()
+        print("ok")
+    """)
+    assert _run(code) == "ok"
