@@ -282,9 +282,10 @@ static PyArray_DescrProto bf16_proto = {
 
 /*
  * repr(dtype) is "dtype(bfloat16)" on every NumPy (2.0-2.3 would print "dtype('void16')",
- * also inside error messages), or "dtype(bfloat16_dtype.bfloat16)" once ml_dtypes is loaded. The slots are set after PyType_Ready, so Python-level lookups
- * still find np.dtype.__repr__ and arrayprint keeps printing "dtype=bfloat16"; NumPy before
- * 2.5 also insists that a spec-built class has its own repr and str.
+ * also inside error messages), or "dtype(bfloat16_dtype.bfloat16)" once ml_dtypes is loaded.
+ * The slots are set after PyType_Ready, so Python-level lookups still find np.dtype.__repr__
+ * and arrayprint keeps printing "dtype=bfloat16"; NumPy before 2.5 also insists that a
+ * spec-built class has its own repr and str.
  */
 static PyObject *
 bf16_dtype_repr(PyObject *NPY_UNUSED(self))
