@@ -121,7 +121,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--dask",
         action="store_true",
-        help="also run bench_dask.py (2-worker LocalCluster, needs dask[distributed]); table in DIR/dask.md",
+        help="also run bench_dask.py: 16384² (2048² with --quick) bfloat16/float32 matmul and sums on a "
+        "2-worker LocalCluster (needs dask[distributed]; a few minutes, ~8 GiB); a section of the report",
+    )
+    parser.add_argument(
+        "--dask-n",
+        type=parse_size,
+        metavar="N",
+        help="with --dask: matrix size of the dask section instead of 16384 (2048 with --quick)",
     )
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
@@ -239,10 +246,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_plots and "training" in areas:
         plots = plots + bench_training.write_plots(args.out_dir)
+    dask_section = None
+    if args.dask:  # its own cluster and table, appended to the report (bench_dask.py)
+        import bench_dask
+
+        dask_args = ["--quick"] if args.quick else []
+        if args.dask_n:
+            dask_args += ["--n", str(args.dask_n)]
+        dask_section = bench_dask.main(dask_args, log=log, echo=False)
     elapsed = time.perf_counter() - started
     given = argv if argv is not None else sys.argv[1:]
     command = " ".join(["python benchmarks/run.py", *public_arguments(given)])
     report = render_report(h, sections, machine, settings, command, elapsed, plots, plot_note)
+    if dask_section:
+        report += "\n\n" + dask_section.rstrip("\n")
     print(report)
     (args.out_dir / "report.md").write_text(report + "\n", encoding="utf-8")
     if args.json:
@@ -267,10 +284,6 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(strict_json(payload), indent=2) + "\n", encoding="utf-8")
     log(f"done in {elapsed:.1f} s; report written to {args.out_dir / 'report.md'}")
-    if args.dask:  # separate table: the cluster run does not share the harness above
-        import bench_dask
-
-        bench_dask.main((["--quick"] if args.quick else []) + ["--out", str(args.out_dir / "dask.md")])
     return 0
 
 

@@ -14,11 +14,19 @@ True
 True
 
 The casts are registered when ``bfloat16_dtype`` is imported if ml_dtypes is already loaded,
-and otherwise right after ml_dtypes is first imported (an import hook that removes itself).
+and otherwise right after ml_dtypes is first imported (an import hook that removes itself once
+it has seen ml_dtypes and zarr; zarr gets the bfloat16 data type of
+:func:`bfloat16_dtype.io.register_zarr_dtype` the same way).
 
 ``np.dtype("bfloat16")`` is ml_dtypes' bfloat16 whenever ml_dtypes has been imported (in either
 order), and this package's otherwise; the ecosystem that imports ml_dtypes (JAX, onnx) relies on
 the name. Write ``bfloat16_dtype.bfloat16`` where you mean this package's type.
+
+The repr of this package's dtype is ``dtype(bfloat16)`` while it is the only bfloat16 in the
+process and ``dtype(bfloat16_dtype.bfloat16)`` from the moment ml_dtypes is loaded (either
+order), so NumPy's messages that mention both types tell them apart; ml_dtypes' stays
+``dtype(bfloat16)``. ``str(dtype)``, ``dtype.name`` and array reprs (``dtype=bfloat16``) do not
+change.
 
 DLPack: :func:`to_dlpack` wraps an array in an object with ``__dlpack__``/``__dlpack_device__``
 (DLPack bfloat16: type code 4, 16 bits, 1 lane); :func:`from_dlpack` imports any CPU producer's
@@ -85,13 +93,17 @@ def register_ml_dtypes() -> bool:
     True
     """
     global _ml_dtype
+    try:
+        # Outside the lock: a first import runs the import hook, which calls this function.
+        import ml_dtypes
+    except ImportError:
+        return False
     with _lock:
         if _ml_dtype is not None:
             return True
-        try:
-            import ml_dtypes
-        except ImportError:
-            return False
+        # From here on two bfloat16 types exist: our dtype's repr names the package so that
+        # NumPy's messages mixing the two tell them apart (tests/test_interop_repr.py).
+        _ext._qualify_dtype_repr()
         theirs = np.dtype(ml_dtypes.bfloat16)
         _ext._register_bit_casts(theirs)
         _ext._register_mixed_promoters(theirs, _binary_ufuncs_with_our_loops())
@@ -106,55 +118,93 @@ def ml_dtypes_registered() -> bool:
     return _ml_dtype is not None
 
 
-class _LoaderThenRegister(importlib.abc.Loader):
-    """Runs ml_dtypes' own loader, then registers the casts before anyone can ask for them
-    (NumPy caches a missing cast at the first request)."""
+def _register_zarr() -> None:
+    from . import io
 
-    def __init__(self, inner: Any) -> None:
+    io.register_zarr_dtype()
+
+
+# What to run right after each optional library is loaded, by module name.
+_AFTER_IMPORT = {"ml_dtypes": register_ml_dtypes, "zarr": _register_zarr}
+_pending: set[str] = set()          # names whose callback has not run yet (changed under _hook_lock)
+_hook_lock = threading.Lock()
+
+
+class _LoaderThenRegister(importlib.abc.Loader):
+    """Runs the library's own loader, then this package's registration for it, before the
+    import statement returns (NumPy caches a missing cast at the first request)."""
+
+    def __init__(self, inner: Any, name: str) -> None:
         self._inner = inner
+        self._name = name
 
     def create_module(self, spec):
         return self._inner.create_module(spec)
 
     def exec_module(self, module) -> None:
         self._inner.exec_module(module)
-        _remove_hook()
-        try:
-            register_ml_dtypes()
-        except Exception as exc:  # never break the ml_dtypes import itself
-            warnings.warn(f"bfloat16_dtype could not register casts with ml_dtypes: {exc!r}",
-                          RuntimeWarning, stacklevel=2)
+        _run_after_import(self._name, stacklevel=3)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
-class _MlDtypesImportHook(importlib.abc.MetaPathFinder):
+class _AfterImportHook(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self._busy = threading.local()   # a finder below that asks sys.meta_path again
+
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "ml_dtypes":
+        if fullname not in _pending or getattr(self._busy, "name", None) == fullname:
             return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
+        # Ask the other finders (path entries, editable installs) for the real spec.
+        self._busy.name = fullname
+        try:
+            for finder in list(sys.meta_path):
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            self._busy.name = None
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return None
-        spec.loader = _LoaderThenRegister(spec.loader)
+        spec.loader = _LoaderThenRegister(spec.loader, fullname)
         return spec
 
 
-_hook = _MlDtypesImportHook()
+_hook = _AfterImportHook()
 
 
-def _remove_hook() -> None:
+def _run_after_import(name: str, stacklevel: int = 2) -> None:
+    with _hook_lock:
+        if name not in _pending:
+            return
+        _pending.discard(name)
+        if not _pending:
+            try:
+                sys.meta_path.remove(_hook)
+            except ValueError:
+                pass
     try:
-        sys.meta_path.remove(_hook)
-    except ValueError:
-        pass
+        _AFTER_IMPORT[name]()
+    except Exception as exc:  # never break the other library's import itself
+        warnings.warn(f"bfloat16_dtype could not register its bfloat16 with {name}: {exc!r}",
+                      RuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def _install() -> None:
-    if "ml_dtypes" in sys.modules:
-        register_ml_dtypes()
-    elif _hook not in sys.meta_path:
-        sys.meta_path.insert(0, _hook)
+    """At import: register with each library that is already loaded; for the others, a finder
+    at the front of ``sys.meta_path`` registers right after they load, then removes itself."""
+    with _hook_lock:
+        _pending.update(_AFTER_IMPORT)
+        if _hook not in sys.meta_path:
+            sys.meta_path.insert(0, _hook)
+    for name in _AFTER_IMPORT:
+        if name in sys.modules:
+            _run_after_import(name)
 
 
 # ---- DLPack -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io as _pyio
 import json
 import os
+import threading
 import zipfile
 from typing import IO, Any, Mapping
 
@@ -312,6 +313,7 @@ def _load_npy(file, mmap_mode):
 # ---- zarr v3 data type ---------------------------------------------------------------------
 
 _zarr_cls = None
+_zarr_lock = threading.Lock()
 
 
 def register_zarr_dtype():
@@ -322,14 +324,28 @@ def register_zarr_dtype():
     Fill values are JSON numbers, ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, or the bits as
     ``"0x7fc1"`` for any other NaN (the zarr v3 float convention). Zarr v2 metadata cannot
     name bfloat16 and is refused.
+
+    Called automatically: when ``bfloat16_dtype`` is imported with zarr already loaded, or
+    right after zarr is first imported (zarr 3.1 does not load data types from entry points).
+    Calling it again is harmless and returns the same class.
     """
-    global _zarr_cls
-    if _zarr_cls is not None:
+    # Outside the lock: a first import of zarr runs bfloat16_dtype's import hook, which calls
+    # this function.
+    import zarr  # noqa: F401
+
+    with _zarr_lock:
+        if _zarr_cls is None:
+            _define_zarr_dtype()
         return _zarr_cls
+
+
+def _define_zarr_dtype() -> None:
+    global _zarr_cls
     from dataclasses import dataclass
 
     from zarr.core.dtype import data_type_registry
     from zarr.core.dtype.common import DataTypeValidationError
+    from zarr.core.dtype.npy.common import endianness_to_numpy_str
     from zarr.core.dtype.npy.float import BaseFloat
 
     @dataclass(frozen=True, kw_only=True)
@@ -352,6 +368,10 @@ def register_zarr_dtype():
             if zarr_format != 3:
                 raise ValueError("bfloat16 needs zarr_format=3 (v2 metadata cannot name it)")
             return self._zarr_v3_name
+
+        def to_native_dtype(self):
+            # zarr's default calls the DType class, which NumPy before 2.5 refuses for this dtype
+            return _DTYPE.newbyteorder(endianness_to_numpy_str(self.endianness))
 
         def _cast_scalar_unchecked(self, data):
             return bfloat16(data)
@@ -378,4 +398,3 @@ def register_zarr_dtype():
 
     data_type_registry.register(BFloat16._zarr_v3_name, BFloat16)
     _zarr_cls = BFloat16
-    return BFloat16

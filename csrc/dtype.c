@@ -5,6 +5,7 @@
 #include "module.h"
 #include "kernels.h"
 #include "number/parse.h"
+#include "interop/interop.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -281,14 +282,18 @@ static PyArray_DescrProto bf16_proto = {
 
 /*
  * repr(dtype) is "dtype(bfloat16)" on every NumPy (2.0-2.3 would print "dtype('void16')",
- * also inside error messages). The slots are set after PyType_Ready, so Python-level lookups
- * still find np.dtype.__repr__ and arrayprint keeps printing "dtype=bfloat16"; NumPy before
- * 2.5 also insists that a spec-built class has its own repr and str.
+ * also inside error messages), or "dtype(bfloat16_dtype.bfloat16)" once ml_dtypes is loaded.
+ * The slots are set after PyType_Ready, so Python-level lookups still find np.dtype.__repr__
+ * and arrayprint keeps printing "dtype=bfloat16"; NumPy before 2.5 also insists that a
+ * spec-built class has its own repr and str.
  */
 static PyObject *
 bf16_dtype_repr(PyObject *NPY_UNUSED(self))
 {
-    return PyUnicode_FromString("dtype(bfloat16)");
+    /* Qualified once ml_dtypes' bfloat16 is loaded too, so that NumPy's messages that name both
+     * types tell them apart (README "Interop"; tests/test_interop_repr.py). */
+    return PyUnicode_FromString(bf16_dtype_repr_qualified() ? "dtype(bfloat16_dtype.bfloat16)"
+                                                             : "dtype(bfloat16)");
 }
 
 static PyObject *
@@ -319,6 +324,9 @@ bf16_common_dtype(PyArray_DTypeMeta *cls, PyArray_DTypeMeta *other)
     }
     else if (other == &PyArray_PyComplexDType) {
         res = &PyArray_CFloatDType;
+    }
+    else if (bf16_is_other_bfloat16(other)) { /* ml_dtypes' bfloat16: ours, in either import order */
+        res = cls;
     }
     else if (other->type_num >= 0 && other->type_num < NPY_NTYPES_LEGACY) { /* NumPy's own */
         switch (other->type_num) {

@@ -107,13 +107,14 @@ SCRIPT = textwrap.dedent("""
     import ml_dtypes, bfloat16_dtype
     from bfloat16_dtype import bfloat16, interop
     assert interop.ml_dtypes_registered()
-    assert interop._hook not in sys.meta_path
+    assert "ml_dtypes" not in interop._pending    # the import hook is done with it
     assert np.dtype("bfloat16") == np.dtype(ml_dtypes.bfloat16), np.dtype("bfloat16").type
     x = np.array([1.5, -2.0], dtype=bfloat16)
     y = x.astype(ml_dtypes.bfloat16)
     assert (x + y).dtype.type is bfloat16 and (y + x).dtype.type is bfloat16
     assert np.asarray(y, dtype=bfloat16).view(np.uint16).tolist() == [0x3FC0, 0xC000]
-    print(np.result_type(x, y).type.__module__)
+    print(np.result_type(x, y).type.__module__, np.result_type(y, x).type.__module__,
+          np.concatenate([y, x]).dtype.type.__module__)
 """)
 
 
@@ -123,13 +124,13 @@ def _run(code):
     return res.stdout.strip()
 
 
-@pytest.mark.parametrize("first, result_type_owner", [
-    ("import bfloat16_dtype", "bfloat16_dtype"),   # ours first: the import hook registers
-    ("import ml_dtypes", "ml_dtypes"),              # ml_dtypes first: registered at our import
+@pytest.mark.parametrize("first", [
+    "import bfloat16_dtype",   # ours first: the import hook registers
+    "import ml_dtypes",         # ml_dtypes first: registered at our import
 ])
-def test_import_orders(first, result_type_owner):
-    # np.result_type of the two follows NumPy's legacy rule: the dtype registered first.
-    assert _run(SCRIPT.format(imports=first)) == result_type_owner
+def test_import_orders(first):
+    # np.result_type / np.concatenate of the two give ours in either order, like the ufuncs.
+    assert _run(SCRIPT.format(imports=first)) == "bfloat16_dtype bfloat16_dtype bfloat16_dtype"
 
 
 def test_name_is_ours_without_ml_dtypes():
@@ -140,6 +141,44 @@ def test_name_is_ours_without_ml_dtypes():
         from bfloat16_dtype import interop
         assert np.dtype("bfloat16") == bfloat16_dtype.dtype
         assert interop.register_ml_dtypes() is False and not interop.ml_dtypes_registered()
+        print("ok")
+    """)
+    assert _run(code) == "ok"
+
+
+def test_explicit_registration_before_ml_dtypes_is_imported():
+    # register_ml_dtypes imports ml_dtypes itself: the import hook runs inside that call
+    code = textwrap.dedent("""
+        import sys, numpy as np
+        import bfloat16_dtype
+        from bfloat16_dtype import interop
+        assert "ml_dtypes" not in sys.modules
+        assert interop.register_ml_dtypes() is True and interop.ml_dtypes_registered()
+        import ml_dtypes
+        x = np.array([1.5], bfloat16_dtype.bfloat16)
+        assert x.astype(ml_dtypes.bfloat16).view(np.uint16).tolist() == [0x3FC0]
+        print(repr(bfloat16_dtype.dtype))
+    """)
+    assert _run(code) == "dtype(bfloat16_dtype.bfloat16)"
+
+
+def test_import_hook_with_a_finder_that_asks_sys_meta_path_again():
+    # a finder further down that calls importlib.util.find_spec for the same name must not
+    # send the import hook into a loop
+    code = textwrap.dedent("""
+        import importlib.abc, importlib.util, sys
+        calls = []
+        class Asking(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "ml_dtypes" and not calls:
+                    calls.append(name)
+                    return importlib.util.find_spec(name)
+                return None
+        sys.meta_path.insert(0, Asking())
+        import bfloat16_dtype
+        from bfloat16_dtype import interop
+        import ml_dtypes
+        assert calls == ["ml_dtypes"] and interop.ml_dtypes_registered()
         print("ok")
     """)
     assert _run(code) == "ok"

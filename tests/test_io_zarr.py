@@ -1,10 +1,15 @@
 """The zarr v3 data type for bfloat16: store, reopen, fill values, codecs, raw chunk bytes."""
 import json
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 
 from bfloat16_dtype import bfloat16, io
+
+from conftest import TESTS_DIR
 
 zarr = pytest.importorskip("zarr", reason="zarr not installed (pip install 'zarr>=3.1')")
 
@@ -75,3 +80,43 @@ def test_nan_payload_fill_value_json(zdtype):
 def test_zarr_v2_is_refused(tmp_path, zdtype):
     with pytest.raises(ValueError, match="zarr_format=3"):
         zarr.create_array(str(tmp_path / "v2.zarr"), shape=(2,), dtype=bfloat16, zarr_format=2)
+
+
+# Registration without calling register_zarr_dtype, in fresh interpreters (README "Interop").
+AUTO = textwrap.dedent("""
+    import sys, tempfile, os
+    {first}
+    {second}
+    import numpy as np
+    from bfloat16_dtype import bfloat16, interop
+    assert "zarr" not in interop._pending
+    d = tempfile.mkdtemp()
+    z = zarr.create_array(os.path.join(d, "a.zarr"), shape=(3,), chunks=(2,), dtype=bfloat16)
+    z[:] = np.array([1.5, -2.0, 3.0], bfloat16)
+    r = zarr.open_array(os.path.join(d, "a.zarr"))[:]
+    assert r.dtype == np.dtype(bfloat16), r.dtype
+    assert r.view(np.uint16).tolist() == [0x3FC0, 0xC000, 0x4040], r.view(np.uint16)
+    from bfloat16_dtype import io
+    from zarr.core.dtype import data_type_registry
+    assert io.register_zarr_dtype() is data_type_registry.get("bfloat16")   # explicit call: same class
+    print("ok")
+""")
+
+
+def _run(code):
+    res = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+@pytest.mark.parametrize("first, second", [
+    ("import bfloat16_dtype", "import zarr"),      # the import hook registers after zarr loads
+    ("import zarr", "import bfloat16_dtype"),      # registered at our import
+])
+def test_registered_automatically_in_either_order(first, second):
+    assert _run(AUTO.format(first=first, second=second)) == "ok"
+
+
+def test_importing_the_package_does_not_import_zarr():
+    assert _run("import sys, bfloat16_dtype; print('zarr' in sys.modules)") == "False"

@@ -15,7 +15,15 @@ copy_bits(void *from, void *to, npy_intp n, void *NPY_UNUSED(fromarr), void *NPY
     memmove(to, from, (size_t)n * 2);
 }
 
+/* The other library's type number once registered; written once by _register_bit_casts and read
+ * by bf16_is_other_bfloat16, both under the GIL. */
 static int registered_type_num = -1;
+
+int
+bf16_is_other_bfloat16(PyArray_DTypeMeta *dtype)
+{
+    return registered_type_num >= 0 && dtype->type_num == registered_type_num;
+}
 
 /* _register_bit_casts(dtype): register safe bit-copy casts both ways with `dtype`, which must be
  * another user-defined 2-byte dtype. Calling it again for the same dtype does nothing. */
