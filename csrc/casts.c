@@ -1,10 +1,13 @@
 /*
  * casts.c - casts between bfloat16 and every numpy type, registered with their safety levels.
  *
- * Legacy cast functions work on aligned, contiguous, native-byte-order buffers.
+ * Legacy cast functions work on aligned, contiguous, native-byte-order buffers; the casts
+ * given to the DType spec (copy, to text and object, from complex) are strided ArrayMethods.
  * Safety follows numpy's float16 where the issue does not say otherwise:
  *   bfloat16 -> float32/float64/longdouble/complex*: safe;  bool/int8/uint8 -> bfloat16: safe;
- *   float <-> bfloat16 and wider ints -> bfloat16: same_kind;  bfloat16 -> ints/bool: unsafe.
+ *   float <-> bfloat16 and wider ints -> bfloat16: same_kind;  bfloat16 -> ints/bool and
+ *   complex -> bfloat16: unsafe (tests/test_casts.py, test_can_cast_table and
+ *   test_complex_cast_safety_like_float16).
  */
 #include "module.h"
 #include "kernels.h"
@@ -84,57 +87,20 @@ double_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
     }
 }
 
-/*
- * 0 after issuing numpy's ComplexWarning, -1 when the warning was turned into an error (or an
- * earlier chunk of the same cast already failed): the cast then stops. NumPy runs legacy casts
- * between non-object types without the GIL and does not check for a Python error afterwards,
- * so that error still surfaces as a SystemError (tests/test_errors.py documents it).
- */
-static int
-warn_complex(void)
-{
-    PyGILState_STATE st = PyGILState_Ensure();
-    int r = PyErr_Occurred() ? -1 :
-            PyErr_WarnEx(complex_warning,
-                         "Casting complex values to real discards the imaginary part", 1);
-    PyGILState_Release(st);
-    return r;
-}
-
-/*
- * Wider floats and complex numbers round once to bfloat16 and report overflow of a finite
- * value to inf. STEP 2 reads the real part of a complex pair (numpy's ComplexWarning first).
- */
-#define WIDE_TO_BF16(NAME, T, STEP, ROUND, IS_COMPLEX)                                 \
-    static void NAME##_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)     \
-    {                                                                                  \
-        (void)a; (void)b;                                                              \
-        if (IS_COMPLEX && warn_complex() < 0) return; /* error set: numpy checks it */ \
-        int overflow = 0;                                                              \
-        for (npy_intp i = 0; i < n; i++) {                                             \
-            T v = LOAD(T, from, (STEP) * i);                                           \
-            bf16_t h = ROUND(v);                                                       \
-            overflow |= bf16_isinf(h) && isfinite(v);                                  \
-            STORE(bf16_t, to, i, h);                                                   \
-        }                                                                              \
-        if (overflow) bf16_raise_overflow();                                           \
-    }
-WIDE_TO_BF16(longdouble, long double, 1, ld_to_bf16, 0)
-WIDE_TO_BF16(cfloat, float, 2, f32_to_bf16, 1)
-WIDE_TO_BF16(clongdouble, long double, 2, ld_to_bf16, 1)
-
+/* long double rounds once to bfloat16 and reports overflow of a finite value to inf. */
 static void
-cdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
+longdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
 {
     (void)a; (void)b;
-    warn_complex();
-    int overflow = 0, underflow = 0;
-    bf16_from_f64_array(from, 16, to, 2, (ptrdiff_t)n, &overflow, &underflow); /* real parts */
+    int overflow = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        long double v = LOAD(long double, from, i);
+        bf16_t h = ld_to_bf16(v);
+        overflow |= bf16_isinf(h) && isfinite(v);
+        STORE(bf16_t, to, i, h);
+    }
     if (overflow) {
         bf16_raise_overflow();
-    }
-    if (underflow) {
-        feraiseexcept(FE_UNDERFLOW);
     }
 }
 
@@ -438,10 +404,141 @@ to_object_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
     return 0;
 }
 
+/*
+ * complex -> bfloat16: the real part, rounded once, after numpy's ComplexWarning. The warning
+ * is issued in get_loop, where NumPy holds the GIL and checks the result, so warnings turned
+ * into errors raise ComplexWarning (tests/test_errors.py); the loops themselves run without
+ * the GIL and touch no Python object.
+ */
+static NPY_CASTING
+from_complex_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                                 PyArray_DTypeMeta *const *NPY_UNUSED(dtypes),
+                                 PyArray_Descr *const *given, PyArray_Descr **loop,
+                                 npy_intp *NPY_UNUSED(view_offset))
+{
+    /* native byte order on both sides: NumPy swaps non-native data on the way in or out */
+    loop[0] = PyArray_ISNBO(given[0]->byteorder)
+                  ? (Py_INCREF(given[0]), given[0])
+                  : PyArray_DescrNewByteorder(given[0], NPY_NATIVE);
+    if (loop[0] == NULL) {
+        return (NPY_CASTING)-1;
+    }
+    if (given[1] == NULL || !PyArray_ISNBO(given[1]->byteorder)) {
+        Py_INCREF(bf16_descr);
+        loop[1] = bf16_descr;
+    }
+    else {
+        Py_INCREF(given[1]);
+        loop[1] = given[1];
+    }
+    return NPY_UNSAFE_CASTING; /* as complex -> float16 */
+}
+
+static int
+cfloat_to_bf16_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
+                    const npy_intp *dimensions, const npy_intp *strides,
+                    NpyAuxData *NPY_UNUSED(auxdata))
+{
+    int overflow = 0;
+    bf16_from_f32_array(data[0], strides[0], data[1], strides[1], dimensions[0], &overflow);
+    if (overflow) {
+        bf16_raise_overflow();
+    }
+    return 0;
+}
+
+static int
+cdouble_to_bf16_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
+                     const npy_intp *dimensions, const npy_intp *strides,
+                     NpyAuxData *NPY_UNUSED(auxdata))
+{
+    int overflow = 0, underflow = 0;
+    bf16_from_f64_array(data[0], strides[0], data[1], strides[1], dimensions[0], &overflow,
+                        &underflow);
+    if (overflow) {
+        bf16_raise_overflow();
+    }
+    if (underflow) {
+        feraiseexcept(FE_UNDERFLOW);
+    }
+    return 0;
+}
+
+static int
+clongdouble_to_bf16_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
+                         const npy_intp *dimensions, const npy_intp *strides,
+                         NpyAuxData *NPY_UNUSED(auxdata))
+{
+    int overflow = 0;
+    for (npy_intp i = 0; i < dimensions[0]; i++) {
+        long double v;
+        memcpy(&v, data[0] + i * strides[0], sizeof(v)); /* the real part comes first */
+        bf16_t h = ld_to_bf16(v);
+        overflow |= bf16_isinf(h) && isfinite(v);
+        memcpy(data[1] + i * strides[1], &h, sizeof(h));
+    }
+    if (overflow) {
+        bf16_raise_overflow();
+    }
+    return 0;
+}
+
+static int
+from_complex_get_loop(PyArrayMethod_Context *context, int NPY_UNUSED(aligned),
+                      int NPY_UNUSED(move_references), const npy_intp *NPY_UNUSED(strides),
+                      PyArrayMethod_StridedLoop **out_loop, NpyAuxData **out_transferdata,
+                      NPY_ARRAYMETHOD_FLAGS *flags)
+{
+    switch (context->descriptors[0]->type_num) {
+        case NPY_CFLOAT: *out_loop = cfloat_to_bf16_loop; break;
+        case NPY_CDOUBLE: *out_loop = cdouble_to_bf16_loop; break;
+        case NPY_CLONGDOUBLE: *out_loop = clongdouble_to_bf16_loop; break;
+        default:
+            PyErr_Format(PyExc_RuntimeError,
+                         "bfloat16: no complex cast loop for type number %d",
+                         context->descriptors[0]->type_num);
+            return -1;
+    }
+    if (PyErr_WarnEx(complex_warning,
+                     "Casting complex values to real discards the imaginary part", 1) < 0) {
+        return -1;
+    }
+    *out_transferdata = NULL;
+    *flags = 0; /* no GIL needed; NumPy reports the loops' overflow/underflow flags */
+    return 0;
+}
+
+static PyArrayMethod_Spec from_complex_specs[3];
+static PyArray_DTypeMeta *from_complex_dtypes[3][2];
+
+/* Fills from_complex_specs (complex64, complex128, clongdouble -> bfloat16). */
+static void
+fill_from_complex_specs(void)
+{
+    static PyType_Slot slots[] = {
+        {NPY_METH_resolve_descriptors, from_complex_resolve_descriptors},
+        {NPY_METH_get_loop, from_complex_get_loop},
+        {0, NULL},
+    };
+    static const char *const names[3] = {
+        "complex64_to_bfloat16", "complex128_to_bfloat16", "clongdouble_to_bfloat16"};
+    from_complex_dtypes[0][0] = &PyArray_CFloatDType;
+    from_complex_dtypes[1][0] = &PyArray_CDoubleDType;
+    from_complex_dtypes[2][0] = &PyArray_CLongDoubleDType;
+    for (int i = 0; i < 3; i++) {
+        from_complex_dtypes[i][1] = NULL; /* the DType being created */
+        from_complex_specs[i] = (PyArrayMethod_Spec){
+            .name = names[i], .nin = 1, .nout = 1, .casting = NPY_UNSAFE_CASTING,
+            .flags = NPY_METH_SUPPORTS_UNALIGNED,
+            .dtypes = from_complex_dtypes[i], .slots = slots,
+        };
+    }
+}
+
 static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec, to_object_spec;
 static PyArray_DTypeMeta *copy_dtypes[2], *to_unicode_dtypes[2], *to_bytes_dtypes[2],
         *to_object_dtypes[2];
-static PyArrayMethod_Spec *spec_casts[5];
+static PyArrayMethod_Spec *spec_casts[8];
 
 PyArrayMethod_Spec **
 bf16_spec_casts(void)
@@ -496,7 +593,11 @@ bf16_spec_casts(void)
     spec_casts[1] = &to_unicode_spec;
     spec_casts[2] = &to_bytes_spec;
     spec_casts[3] = &to_object_spec;
-    spec_casts[4] = NULL;
+    fill_from_complex_specs();
+    spec_casts[4] = &from_complex_specs[0];
+    spec_casts[5] = &from_complex_specs[1];
+    spec_casts[6] = &from_complex_specs[2];
+    spec_casts[7] = NULL;
     return spec_casts;
 }
 
@@ -525,9 +626,9 @@ static const cast_entry cast_table[] = {
     {NPY_FLOAT, float_to_bf16, bf16_to_float, 0, 1},
     {NPY_DOUBLE, double_to_bf16, bf16_to_double, 0, 1},
     {NPY_LONGDOUBLE, longdouble_to_bf16, bf16_to_longdouble, 0, 1},
-    {NPY_CFLOAT, cfloat_to_bf16, bf16_to_cfloat, 0, 1},
-    {NPY_CDOUBLE, cdouble_to_bf16, bf16_to_cdouble, 0, 1},
-    {NPY_CLONGDOUBLE, clongdouble_to_bf16, bf16_to_clongdouble, 0, 1},
+    {NPY_CFLOAT, NULL, bf16_to_cfloat, 0, 1}, /* in: from_complex_specs */
+    {NPY_CDOUBLE, NULL, bf16_to_cdouble, 0, 1}, /* in: from_complex_specs */
+    {NPY_CLONGDOUBLE, NULL, bf16_to_clongdouble, 0, 1}, /* in: from_complex_specs */
     {NPY_OBJECT, object_to_bf16, NULL, 0, 0}, /* out: bfloat16_to_object below */
     {NPY_STRING, string_to_bf16, NULL, 0, 0},
     {NPY_UNICODE, unicode_to_bf16, NULL, 0, 0},

@@ -69,6 +69,123 @@ def test_complex_overflow_warns():
     assert bits_of(y).tolist() == [0x7F80]
 
 
+def _real_parts_to_bf16(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            return bits_of(x.astype(bfloat16))
+
+
+@pytest.mark.parametrize("t", COMPLEX_TYPES, ids=lambda t: t.__name__)
+def test_complex_all_bf16_values_as_real_parts(all_bits, t):
+    """Every bfloat16 value as the real part (random imaginary parts) comes back bit for bit;
+    NaNs stay NaN with their sign."""
+    x = np.empty(all_bits.size, dtype=t)
+    with np.errstate(invalid="ignore"):  # signalling NaNs widen to quiet ones
+        x.real = exact_f32(all_bits)
+    x.imag = np.random.default_rng(2).standard_normal(all_bits.size)
+    got = _real_parts_to_bf16(x)
+    nan = _nan_mask(all_bits)
+    np.testing.assert_array_equal(got[~nan], all_bits[~nan])
+    assert _nan_mask(got[nan]).all()
+    np.testing.assert_array_equal(got[nan] & 0x8000, all_bits[nan] & 0x8000)
+
+
+def test_complex64_random_real_parts_round_once():
+    bits = np.random.default_rng(3).integers(0, 2**32, 200_000, dtype=np.uint32)
+    re = bits.view(np.float32)
+    x = np.empty(re.size, np.complex64)
+    x.real = re  # float32 -> float32: the bits unchanged, signalling NaNs included
+    x.imag = 3
+    got = _real_parts_to_bf16(x)
+    ref = reference_round(re)
+    nan = np.isnan(re)
+    np.testing.assert_array_equal(got[~nan], ref[~nan])
+    assert _nan_mask(got[nan]).all()
+
+
+@pytest.mark.parametrize("t", [np.complex128, np.clongdouble], ids=lambda t: t.__name__)
+def test_complex_random_real_parts_round_once(t):
+    """Real parts near bfloat16 halfway points (where rounding twice, through float32, goes
+    wrong) and random ones, against exact rational rounding."""
+    rng = np.random.default_rng(4)
+    mid = exact_f32(rng.integers(0, 0x7F7F, 1500, dtype=np.uint32) | 0x8000 * rng.integers(
+        0, 2, 1500, dtype=np.uint32)).astype(np.float64)
+    halfway = mid + np.spacing(mid.astype(np.float32)) * 2**15 * rng.choice([1, -1], 1500)
+    nudged = halfway * (1 + rng.choice([-1, 0, 1], 1500) * 2.0**-50)
+    wide = rng.standard_normal(1500) * 10.0 ** rng.integers(-45, 39, 1500)
+    re = np.concatenate([nudged, wide, [1 + 2**-8 + 2**-60, 2**-133, 2**-134 * 1.5]])
+    x = np.empty(re.size, dtype=t)
+    x.real = re
+    x.imag = -7.0
+    got = _real_parts_to_bf16(x)
+    expected = [fraction_to_bits(Fraction(*np.real(v).as_integer_ratio())) for v in x]
+    assert got.tolist() == expected
+
+
+def _complex_layouts(t):
+    """(name, complex input array) pairs holding the same values in other memory layouts."""
+    base = (np.linspace(-300, 300, 257) + 1j * np.linspace(5, -5, 257)).astype(t)
+    swapped = base.astype(base.dtype.newbyteorder())
+    raw = np.zeros(base.nbytes + 1, np.uint8)
+    unaligned = raw[1:].view(t)
+    unaligned[...] = base
+    padded = np.zeros((257, 3), t)
+    padded[:, 1] = base
+    return base, [("byteswapped", swapped), ("unaligned", unaligned),
+                  ("strided", padded[:, 1]), ("reversed", base[::-1].copy()[::-1])]
+
+
+@pytest.mark.parametrize("t", COMPLEX_TYPES, ids=lambda t: t.__name__)
+def test_complex_cast_in_every_layout(t):
+    base, layouts = _complex_layouts(t)
+    assert not layouts[1][1].flags.aligned
+    want = _real_parts_to_bf16(base.real.copy())  # the real parts alone: no complex cast
+    for name, x in layouts:
+        np.testing.assert_array_equal(_real_parts_to_bf16(x), want, err_msg=name)
+    out = np.zeros((257, 2), bfloat16)[:, 1]
+    with pytest.warns(np.exceptions.ComplexWarning):
+        np.copyto(out, base, casting="unsafe")
+    np.testing.assert_array_equal(bits_of(out), want)
+    out_swapped = np.zeros(257, BF.newbyteorder())
+    with pytest.warns(np.exceptions.ComplexWarning):
+        np.copyto(out_swapped, base, casting="unsafe")
+    np.testing.assert_array_equal(bits_of(out_swapped.astype(BF)), want)
+
+
+@pytest.mark.parametrize("t", COMPLEX_TYPES, ids=lambda t: t.__name__)
+def test_complex_cast_safety_like_float16(t):
+    for k in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        assert np.can_cast(t, BF, k) == np.can_cast(t, np.float16, k), k
+        assert np.can_cast(BF, t, k) == np.can_cast(np.float16, t, k), k
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # deciding safety issues no ComplexWarning
+        np.can_cast(t, BF, "unsafe")
+        np.result_type(t, BF)
+    with pytest.raises(TypeError, match="same_kind"):
+        np.zeros(1, t).astype(BF, casting="same_kind")
+    with pytest.raises(TypeError):
+        np.zeros(1, t).astype(np.float16, casting="same_kind")
+
+
+def test_complex_warning_like_float16():
+    """One warning per cast, with float16's category and text; bfloat16 -> complex warns not."""
+    x = np.array([1 + 2j, 3 - 4j])
+    caught = {}
+    for target in (np.float16, BF):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            x.astype(target)
+        caught[target] = [(type(m.message), str(m.message)) for m in w]
+    assert caught[BF] == caught[np.float16]
+    assert caught[BF][0][0] is np.exceptions.ComplexWarning
+    assert len(caught[BF]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for t in COMPLEX_TYPES:
+            assert np.array([1.5, -2], bfloat16).astype(t).tolist() == [1.5, -2]
+
+
 @pytest.mark.parametrize("kind", ["U", "S"])
 def test_text_to_bf16_parses_like_float(kind):
     """Strings parse as float() does (to float64), then round once: float16's behaviour."""

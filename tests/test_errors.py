@@ -44,24 +44,30 @@ def test_complex_cast_warns():
         assert np.array([1 + 2j]).astype(bfloat16)[0] == 1
 
 
-@pytest.mark.xfail(strict=True, raises=SystemError, reason=(
-    "NumPy runs a legacy user-dtype cast between two non-object types without the GIL and does "
-    "not look for a Python error afterwards, so a ComplexWarning turned into an error cannot "
-    "propagate from the cast loop; it needs the cast registered through NumPy's DType API, "
-    "whose get_loop can warn with the GIL held."))
-def test_complex_cast_with_warnings_as_errors_raises_the_warning():
+@pytest.mark.parametrize("convert", [
+    lambda x, T: x.astype(T),
+    lambda x, T: np.array(x, T),
+    lambda x, T: np.asarray(x.astype(np.complex64), T),
+    lambda x, T: np.copyto(np.zeros(x.shape, T), x, casting="unsafe"),
+    lambda x, T: np.zeros(1, T).__setitem__(0, x[0]),
+], ids=["astype", "array", "asarray-complex64", "copyto", "setitem-scalar"])
+def test_complex_cast_with_warnings_as_errors_raises_the_warning(convert):
+    """As for float16: the ComplexWarning itself, not a SystemError, and the interpreter stays
+    usable afterwards."""
+    x = np.array([1 + 2j] * 20000)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(np.exceptions.ComplexWarning):
-            np.array([1 + 2j]).astype(bfloat16)
-
-
-def test_complex_cast_error_chain_names_the_warning():
-    """Until then the SystemError carries the ComplexWarning as its cause, and the interpreter
-    stays usable (the cast stops at the first chunk)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(SystemError) as info:
-            np.array([1 + 2j] * 20000).astype(bfloat16)
-    assert isinstance(info.value.__cause__, np.exceptions.ComplexWarning)
+        for T in (np.float16, bfloat16):
+            with pytest.raises(np.exceptions.ComplexWarning, match="imaginary"):
+                convert(x, T)
     assert np.array([1.5]).astype(bfloat16)[0] == 1.5
+
+
+def test_complex_python_values_rejected_like_float16():
+    """A Python complex in a list or as a scalar is a TypeError for float16 and for bfloat16."""
+    for make in (lambda T: np.array([1 + 2j], T), lambda T: np.array(1 + 2j, T),
+                 lambda T: T(1 + 2j)):
+        with pytest.raises(TypeError):
+            make(np.float16)
+        with pytest.raises(TypeError, match="complex"):
+            make(bfloat16)
