@@ -12,7 +12,7 @@
 #include "module.h"
 #include "kernels.h"
 
-static PyObject *complex_warning = NULL; /* numpy.exceptions.ComplexWarning, set once at init */
+PyObject *bf16_complex_warning = NULL; /* numpy.exceptions.ComplexWarning, set once at init */
 
 #define LOAD(T, p, i) ({ T v_; memcpy(&v_, (const char *)(p) + (i) * sizeof(T), sizeof(T)); v_; })
 #define STORE(T, p, i, v) do { T v_ = (v); memcpy((char *)(p) + (i) * sizeof(T), &v_, sizeof(T)); } while (0)
@@ -499,7 +499,7 @@ from_complex_get_loop(PyArrayMethod_Context *context, int NPY_UNUSED(aligned),
                          context->descriptors[0]->type_num);
             return -1;
     }
-    if (PyErr_WarnEx(complex_warning,
+    if (PyErr_WarnEx(bf16_complex_warning,
                      "Casting complex values to real discards the imaginary part", 1) < 0) {
         return -1;
     }
@@ -641,9 +641,9 @@ init_casts(PyObject *NPY_UNUSED(module))
     if (exc == NULL) {
         return -1;
     }
-    complex_warning = PyObject_GetAttrString(exc, "ComplexWarning");
+    bf16_complex_warning = PyObject_GetAttrString(exc, "ComplexWarning");
     Py_DECREF(exc);
-    if (complex_warning == NULL) {
+    if (bf16_complex_warning == NULL) {
         return -1;
     }
 

@@ -35,6 +35,7 @@ typedef struct {
 extern PyTypeObject PyBFloat16_Type;
 extern int bf16_type_num;          /* set by init_dtype */
 extern PyArray_Descr *bf16_descr;  /* the registered descriptor (owned reference) */
+extern PyObject *bf16_complex_warning; /* numpy.exceptions.ComplexWarning, set by init_casts */
 
 #define PyBFloat16_Check(op) PyObject_TypeCheck(op, &PyBFloat16_Type)
 

@@ -210,7 +210,25 @@ bf16_from_object(PyObject *obj, bf16_t *out)
         *out = f64_to_bf16(d);
         return 0;
     }
-    if (PyComplex_Check(obj) || PyArray_IsScalar(obj, ComplexFloating)) {
+    if (PyArray_IsScalar(obj, ComplexFloating)) {
+        /* As np.float16 and ml_dtypes' bfloat16: NumPy's ComplexWarning, then the real part
+         * rounded once (tests/test_scalar.py::test_numpy_complex_scalar_like_float16). */
+        if (PyErr_WarnEx(bf16_complex_warning,
+                         "Casting complex values to real discards the imaginary part", 1) < 0) {
+            return -1;
+        }
+        if (PyArray_IsScalar(obj, CFloat)) {
+            *out = f32_to_bf16(npy_crealf(((PyCFloatScalarObject *)obj)->obval));
+        }
+        else if (PyArray_IsScalar(obj, CDouble)) {
+            *out = f64_to_bf16(npy_creal(((PyCDoubleScalarObject *)obj)->obval));
+        }
+        else {
+            *out = ld_to_bf16(npy_creall(((PyCLongDoubleScalarObject *)obj)->obval));
+        }
+        return 0;
+    }
+    if (PyComplex_Check(obj)) { /* a Python complex is refused, as by np.float16 */
         PyErr_Format(PyExc_TypeError,
                      "cannot convert complex value %R to bfloat16; take .real first", obj);
         return -1;
