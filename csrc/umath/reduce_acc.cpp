@@ -29,7 +29,9 @@ namespace umath {
  * reductions given `initial=` (numpy then skips that question), a call writes an output range
  * an earlier call of the same ufunc call already wrote. Until then (elementwise in-place
  * operations such as a += b write each element once) it stays below shadow_probe_slots and
- * starts afresh when a call lies outside it.
+ * starts afresh when a call lies outside it: a reduction given `initial=` whose output spans
+ * more than that rounds the first slice of the outputs that fell out of the window once more
+ * (at most 1 ulp in all; tests/test_reductions.py, PROBE_SLOTS).
  *
  * NumPy before 2.3 may run the first part of a reduction on a copy of the output in its
  * buffer and the rest on the output itself (or the reverse): the loop then sees a new output
@@ -55,8 +57,9 @@ struct Shadow {
 
 /* At most 2^26 float32 slots (256 MiB): outputs spanning more than 128 MiB reduce in bfloat16. */
 static const size_t shadow_max_slots = (size_t)1 << 26;
-/* Before the call is known to be a reduction: at most 2^16 slots (256 KiB). */
-static const size_t shadow_probe_slots = (size_t)1 << 16;
+/* Before the call is known to be a reduction: at most 4096 slots (16 KiB), so that an
+ * elementwise a += b on a small array stays cheap and a larger one runs the plain loop. */
+static const size_t shadow_probe_slots = (size_t)1 << 12;
 
 static void
 shadow_free(NpyAuxData *aux)
@@ -290,12 +293,20 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         /* in place: a reduction's slice, or an elementwise a += b */
         if (!shadow->reduction) {
             shadow_note_writes(shadow, o, so, n);
+            if (shadow->reduction) {
+                shadow->prev_o = nullptr; /* the run starts here for shadow_follow_copy */
+            }
         }
         npy_intp n_out = so == 0 ? 1 : n;
-        if (o != shadow->prev_o || so != shadow->prev_so || n_out != shadow->prev_m) {
-            shadow_follow_copy(shadow, o, so, n_out);
+        size_t span = (size_t)((n_out - 1) * (so < 0 ? -so : so)) / 2 + 1;
+        size_t limit = shadow->reduction ? shadow_max_slots : shadow_probe_slots;
+        if (span <= limit) { /* a larger elementwise a += b just runs the plain loop */
+            if (shadow->reduction &&
+                    (o != shadow->prev_o || so != shadow->prev_so || n_out != shadow->prev_m)) {
+                shadow_follow_copy(shadow, o, so, n_out);
+            }
+            use_shadow = shadow_cover(shadow, o, o + (n_out - 1) * so);
         }
-        use_shadow = shadow_cover(shadow, o, o + (n_out - 1) * so);
     }
     if (a == o && sa == 0 && so == 0) {
         /* reduce form: the whole row folds into one output element */
