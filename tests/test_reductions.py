@@ -321,3 +321,28 @@ def test_sum_rounds_once_every_layout_and_option(axis):
                 np.add.reduce(x, out=view, **base_kw)
                 np.testing.assert_array_equal(f32(view), want, err_msg=f"{label} view {base_kw}")
                 np.testing.assert_array_equal(f32(holder[..., -2::-2]), 7.0)
+
+
+@pytest.mark.parametrize("n", [1, 7, PROBE_SLOTS - 1, PROBE_SLOTS, PROBE_SLOTS + 1, 10000])
+def test_elementwise_in_place_add_multiply_round_each_element_once(n):
+    """a += b and a *= b (in place, so through the loop's shadow up to PROBE_SLOTS elements)
+    give each element's float32 result rounded once, as the out-of-place loop does."""
+    rng = np.random.default_rng(n)
+    bits = rng.integers(0, 2**16, size=(2, n), dtype=np.uint32).astype(np.uint16)
+    special = np.array([[0x8000, 0x7F80, 0x7FC0, 0x7F7F],    # -0, inf, nan, max
+                        [0x8000, 0xFF80, 0x3F80, 0x7F7F]],   # -0, -inf, 1, max (overflows)
+                       np.uint16)
+    k = min(n, 4)
+    bits[:, :k] = special[:, :k]
+    a, b = bits[0].view(bfloat16), bits[1].view(bfloat16)
+    wa, wb = f32(a), f32(b)
+    for op, ref in ((np.add, np.add), (np.multiply, np.multiply)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = reference_round(ref(wa, wb))
+            x = a.copy()
+            op(x, b, out=x)
+            holder = np.repeat(a, 2)
+            strided = holder[::2]
+            op(strided, b, out=strided)
+        np.testing.assert_array_equal(x.view(np.uint16), want, err_msg=f"{op.__name__} {n}")
+        np.testing.assert_array_equal(strided.view(np.uint16), want)
