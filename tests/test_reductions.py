@@ -310,6 +310,17 @@ def test_sum_rounds_once_every_layout_and_option(axis):
                     continue
                 np.testing.assert_array_equal(f32(got), want, err_msg=ctx)
                 np.testing.assert_array_equal(f32(np.add.reduce(x, **kw)), want, err_msg=ctx)
+            # float32 data reduced with dtype=bfloat16: NumPy casts the input in its buffer
+            x32 = x.astype(np.float32, order="K")
+            for extra in ({}, {"initial": 1.0}):
+                kw = dict(base_kw, **extra)
+                want = exact_sum(x, **kw)
+                got = np.add.reduce(x32, dtype=bfloat16, **kw)
+                assert np.asarray(got).dtype == BF16
+                if "initial" in kw and want.size > PROBE_SLOTS:
+                    assert ulps(got, np.sum(x.astype(np.float64), **kw)) <= 1
+                else:
+                    np.testing.assert_array_equal(f32(got), want, err_msg=f"{label} f32 {kw}")
             # out=: a fresh array and a strided view, both written in place
             want = exact_sum(x, **base_kw)
             out = np.zeros(np.shape(want), bfloat16)

@@ -35,8 +35,8 @@ namespace umath {
  *
  * NumPy before 2.3 may run the first part of a reduction on a copy of the output in its
  * buffer and the rest on the output itself (or the reverse): the loop then sees a new output
- * range holding the rounded copies of the range it has just accumulated. Such a switch moves
- * the float32 values along (shadow_follow_copy); tests/test_reductions.py
+ * range holding the rounded copies of the range it has just accumulated. There (only) such a
+ * switch moves the float32 values along (shadow_follow_copy); tests/test_reductions.py
  * (test_sum_rounds_once_every_layout_and_option) checks the layouts where NumPy 2.0 does this.
  * Accumulations (cumsum) that numpy passes as one chain (out[i] = out[i-1] + in[i]) keep
  * the running sum in float32 as well.
@@ -165,6 +165,10 @@ shadow_get(Shadow *m, const char *p)
     return f32_to_bf16(v) == stored ? v : bf16_to_f32(stored);
 }
 
+/* Set at registration: NumPy before 2.3 (C API version 0x14), whose iterator may move a
+ * reduction's output between its buffer and the array (see shadow_follow_copy). */
+static bool numpy_copies_outputs = false;
+
 /*
  * Called when an in-place call writes m output elements at o (stride so) and the previous one
  * wrote a different range. If the new range lies outside the window and holds, element for
@@ -181,7 +185,9 @@ shadow_follow_copy(Shadow *m, char *o, npy_intp so, npy_intp n_out)
 {
     char *q_last = o + (n_out - 1) * so;
     char *p = m->prev_o;
-    bool copy = p != nullptr && m->prev_m == n_out && shadow_disjoint(m, o, q_last) &&
+    /* only a reduction revisits outputs: elementwise calls keep what they find */
+    bool copy = m->reduction && p != nullptr && m->prev_m == n_out &&
+                shadow_disjoint(m, o, q_last) &&
                 shadow_covers(m, p, p + (n_out - 1) * m->prev_so);
     if (copy) {
         bool moved = false;
@@ -220,8 +226,13 @@ shadow_follow_copy(Shadow *m, char *o, npy_intp so, npy_intp n_out)
             m->prev_o = nullptr;
             return;
         }
-        for (npy_intp i = 0; i < n_out; i++) {
-            m->prev_first[i] = ld(o + i * so);
+        if (so == 2) {
+            memcpy(m->prev_first.data(), o, 2 * (size_t)n_out);
+        }
+        else {
+            for (npy_intp i = 0; i < n_out; i++) {
+                m->prev_first[i] = ld(o + i * so);
+            }
         }
     }
     m->prev_o = o;
@@ -293,15 +304,12 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         /* in place: a reduction's slice, or an elementwise a += b */
         if (!shadow->reduction) {
             shadow_note_writes(shadow, o, so, n);
-            if (shadow->reduction) {
-                shadow->prev_o = nullptr; /* the run starts here for shadow_follow_copy */
-            }
         }
         npy_intp n_out = so == 0 ? 1 : n;
         size_t span = (size_t)((n_out - 1) * (so < 0 ? -so : so)) / 2 + 1;
         size_t limit = shadow->reduction ? shadow_max_slots : shadow_probe_slots;
         if (span <= limit) { /* a larger elementwise a += b just runs the plain loop */
-            if (shadow->reduction &&
+            if (numpy_copies_outputs &&
                     (o != shadow->prev_o || so != shadow->prev_so || n_out != shadow->prev_m)) {
                 shadow_follow_copy(shadow, o, so, n_out);
             }
@@ -417,6 +425,7 @@ add_accumulating_loop(PyObject *numpy, const char *name, PyArrayMethod_StridedLo
 int
 register_accumulating_loops(PyObject *numpy)
 {
+    numpy_copies_outputs = PyArray_RUNTIME_VERSION < 0x00000014;
     if (add_accumulating_loop<AddAcc>(numpy, "add", acc_strided_loop_add) < 0) {
         return -1;
     }
