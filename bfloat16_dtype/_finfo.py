@@ -1,22 +1,27 @@
 """``np.finfo(bfloat16)``, complete and identical on every supported NumPy.
 
-A dtype registered through NumPy's user-dtype API has no machine-parameter entry of NumPy's
-own (NumPy >= 2.4 reads a DType slot, 2.0-2.3 a table of its builtin floats), so
-``np.finfo(bfloat16)`` would fail. This module builds the finfo object from the format's
-constants and places it in ``np.finfo._finfo_cache``, which NumPy consults first; that cache is
-the one piece of NumPy internals the module depends on, and ``tests/test_finfo.py`` fails loudly
-if a NumPy release changes it. Every attribute float16's finfo has is filled in, in the
-layouts both NumPy 2.0-2.3 (precomputed values and ``_str_*`` texts, ``_machar``) and
-NumPy >= 2.4 (plain attributes and cached properties) read.
+NumPy >= 2.4 builds a finfo object from the DType's ``get_constant`` slot (``csrc/dtype.c``,
+``bf16_get_constant``): ``register_finfo`` asks ``np.finfo`` for it, so every value comes from
+the dtype through NumPy's own code. NumPy 2.0-2.3 only know their builtin floats (a table of
+machine parameters), so there the object is built here from the format's constants, with every
+attribute float16's finfo has, in the layout those versions read (precomputed values,
+``_str_*`` texts, ``_machar``).
 
-The object is also callable, as ml_dtypes' ``finfo`` class is: ``bfloat16_dtype.finfo(t)`` is
-``np.finfo(t)``, so ``finfo(bfloat16).eps`` and ``finfo.eps`` both work.
+Either way the object is placed in ``np.finfo._finfo_cache``, which NumPy consults first, so
+that ``np.finfo(bfloat16)`` returns it: it is also callable, as ml_dtypes' ``finfo`` class is
+(``bfloat16_dtype.finfo(t)`` is ``np.finfo(t)``, so ``finfo(bfloat16).eps`` and ``finfo.eps``
+both work). ``tests/test_finfo.py`` checks the values against the spec's bit patterns on every
+NumPy, and on NumPy >= 2.4 also a finfo that NumPy builds afresh without the cache.
 """
 from __future__ import annotations
 
 import types
 
 import numpy as np
+from numpy.lib import NumpyVersion
+
+# NumPy >= 2.4 reads np.finfo's values from the DType (NPY_DT_get_constant).
+FINFO_FROM_DTYPE = NumpyVersion(np.__version__) >= "2.4.0"
 
 
 class finfo(np.finfo):  # noqa: N801  (named like numpy's class: its repr reads "finfo(...)")
@@ -31,7 +36,7 @@ class finfo(np.finfo):  # noqa: N801  (named like numpy's class: its repr reads 
 
 
 def _make_finfo(scalar_type: type, dtype: np.dtype) -> np.finfo:
-    """Return a finfo instance describing bfloat16 (all values exact)."""
+    """NumPy 2.0-2.3: a finfo instance describing bfloat16 (all values exact)."""
     info = object.__new__(finfo)
     bf = scalar_type
     eps, epsneg = bf(2.0**-7), bf(2.0**-8)
@@ -80,7 +85,14 @@ def register_finfo(scalar_type: type, dtype: np.dtype) -> np.finfo:
         raise ImportError(
             "bfloat16_dtype: this NumPy version has no np.finfo._finfo_cache; "
             "np.finfo(bfloat16) cannot be registered (please report this)")
-    info = _make_finfo(scalar_type, dtype)
+    if FINFO_FROM_DTYPE:
+        for key in (dtype, scalar_type):
+            cache.pop(key, None)
+        built = np.finfo(dtype)  # NumPy fills it in from bf16_get_constant
+        info = object.__new__(finfo)
+        info.__dict__.update(built.__dict__)
+    else:
+        info = _make_finfo(scalar_type, dtype)
     cache[dtype] = info
     cache[scalar_type] = info
     return info

@@ -397,6 +397,62 @@ bf16_dt_setitem(PyArray_Descr *descr, PyObject *item, char *data)
     return 0;
 }
 
+/*
+ * NPY_DT_get_constant (NumPy >= 2.4): the format's constants, which np.finfo reads
+ * (bfloat16_dtype/_finfo.py; tests/test_finfo.py checks each against the spec's bit patterns).
+ * The ids are those of NumPy 2.4's dtype_api.h, defined here for builds against older headers.
+ */
+#define BF16_NPY_2_4_API_VERSION 0x00000015
+#define BF16_DT_get_constant 12
+#define BF16_CONSTANT_zero 1
+#define BF16_CONSTANT_one 2
+#define BF16_CONSTANT_maximum_finite 4
+#define BF16_CONSTANT_minimum_finite 5
+#define BF16_CONSTANT_inf 6
+#define BF16_CONSTANT_ninf 7
+#define BF16_CONSTANT_nan 8
+#define BF16_CONSTANT_finfo_radix 9
+#define BF16_CONSTANT_finfo_eps 10
+#define BF16_CONSTANT_finfo_smallest_normal 11
+#define BF16_CONSTANT_finfo_smallest_subnormal 12
+#define BF16_CONSTANT_finfo_nmant ((1 << 16) + 0)
+#define BF16_CONSTANT_finfo_min_exp ((1 << 16) + 1)
+#define BF16_CONSTANT_finfo_max_exp ((1 << 16) + 2)
+#define BF16_CONSTANT_finfo_decimal_digits ((1 << 16) + 3)
+
+/* 1: written (a bfloat16 in the descriptor's byte order, or an npy_intp); 0: no such constant */
+static int
+bf16_get_constant(PyArray_Descr *descr, int constant_id, void *data)
+{
+    npy_intp count;
+    bf16_t h;
+    switch (constant_id) {
+        case BF16_CONSTANT_zero: h = 0x0000; break;
+        case BF16_CONSTANT_one: h = 0x3F80; break;
+        case BF16_CONSTANT_maximum_finite: h = 0x7F7F; break; /* (2 - 2^-7) * 2^127 */
+        case BF16_CONSTANT_minimum_finite: h = 0xFF7F; break;
+        case BF16_CONSTANT_inf: h = 0x7F80; break;
+        case BF16_CONSTANT_ninf: h = 0xFF80; break;
+        case BF16_CONSTANT_nan: h = BF16_QNAN; break;
+        case BF16_CONSTANT_finfo_radix: h = 0x4000; break;               /* 2 */
+        case BF16_CONSTANT_finfo_eps: h = 0x3C00; break;                 /* 2^-7 */
+        case BF16_CONSTANT_finfo_smallest_normal: h = 0x0080; break;     /* 2^-126 */
+        case BF16_CONSTANT_finfo_smallest_subnormal: h = 0x0001; break;  /* 2^-133 */
+        /* integers, as NumPy gives them for float16 (C's MANT_DIG - 1, MIN_EXP - 1, MAX_EXP, DIG) */
+        case BF16_CONSTANT_finfo_nmant: count = 7; goto integer;
+        case BF16_CONSTANT_finfo_min_exp: count = -126; goto integer;
+        case BF16_CONSTANT_finfo_max_exp: count = 128; goto integer;
+        case BF16_CONSTANT_finfo_decimal_digits: count = 2; goto integer; /* floor(7 log10 2) */
+        default:
+            return 0;
+    }
+    store_bits(data, PyArray_ISNBO(descr->byteorder) ? h : swap_bits(h));
+    return 1;
+integer:
+    memcpy(data, &count, sizeof count);
+    return 1;
+}
+
 /* NumPy 2.0-2.4: the three steps described above. */
 static int
 init_from_spec_before_2_5(PyArrayDTypeMeta_Spec *spec)
@@ -445,8 +501,12 @@ register_dtype(void)
         {NPY_DT_ensure_canonical, bf16_ensure_canonical},
         {NPY_DT_getitem, bf16_dt_getitem},
         {NPY_DT_setitem, bf16_dt_setitem},
+        {BF16_DT_get_constant, bf16_get_constant}, /* NumPy >= 2.4: removed below before */
         {0, NULL},
     };
+    if (PyArray_RUNTIME_VERSION < BF16_NPY_2_4_API_VERSION) {
+        slots[sizeof slots / sizeof slots[0] - 2] = (PyType_Slot){0, NULL};
+    }
     PyArrayMethod_Spec **casts = bf16_spec_casts();
     if (casts == NULL) {
         return -1;

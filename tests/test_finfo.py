@@ -6,6 +6,7 @@ import pytest
 
 import bfloat16_dtype
 from bfloat16_dtype import bfloat16
+from bfloat16_dtype._finfo import FINFO_FROM_DTYPE
 
 BF = np.dtype(bfloat16)
 MAX = float.fromhex("0x1.fep127")  # 0x7F7F: (2 - 2**-7) * 2**127
@@ -19,6 +20,11 @@ def _bits(v) -> int:
 def test_finfo_values(key):
     fi = np.finfo(key)
     assert fi is bfloat16_dtype.finfo
+    check_values(fi)
+
+
+def check_values(fi):
+    """Each value against the bit pattern or number of the spec (docs: format section)."""
     assert fi.dtype == BF
     assert fi.bits == 16
     assert float(fi.eps) == 2.0**-7 and _bits(fi.eps) == 0x3C00
@@ -93,3 +99,45 @@ def test_finfo_is_callable_like_ml_dtypes_finfo():
     assert bfloat16_dtype.finfo(np.float32) is np.finfo(np.float32)
     assert float(bfloat16_dtype.finfo(bfloat16).eps) == float(bfloat16_dtype.finfo.eps) == 2.0**-7
     assert isinstance(bfloat16_dtype.finfo, np.finfo)
+
+
+@pytest.mark.skipif(not FINFO_FROM_DTYPE, reason="NumPy < 2.4 has no DType finfo hook")
+def test_numpy_builds_finfo_from_the_dtype():
+    """NumPy >= 2.4: without the cached object, np.finfo builds a plain finfo from the dtype's
+    get_constant slot (csrc/dtype.c), and it holds the same values and every attribute
+    float16's has."""
+    cache = np.finfo._finfo_cache
+    saved = {k: cache.pop(k) for k in (BF, bfloat16) if k in cache}
+    try:
+        fresh = np.finfo(BF)
+        assert type(fresh) is np.finfo and fresh is not bfloat16_dtype.finfo
+        check_values(fresh)
+        f16 = np.finfo(np.float16)
+        for name in (n for n in dir(f16) if not n.startswith("_")):
+            assert type(getattr(fresh, name)) is type(getattr(bfloat16_dtype.finfo, name)), name
+        assert str(fresh) == str(bfloat16_dtype.finfo)
+        assert repr(fresh) == repr(bfloat16_dtype.finfo)
+    finally:
+        for k in (BF, bfloat16):
+            cache.pop(k, None)
+        cache.update(saved)
+    assert np.finfo(bfloat16) is bfloat16_dtype.finfo
+
+
+@pytest.mark.skipif(FINFO_FROM_DTYPE, reason="NumPy >= 2.4 asks the dtype")
+def test_numpy_before_2_4_cannot_build_finfo_itself():
+    """NumPy 2.0-2.3 know only their builtin floats: without the object _finfo.py places in
+    the cache, np.finfo(bfloat16) has no bfloat16 values to give (why the fallback exists)."""
+    cache = np.finfo._finfo_cache
+    saved = {k: cache.pop(k) for k in (BF, bfloat16) if k in cache}
+    try:
+        try:
+            fresh = np.finfo(BF)
+        except Exception:  # noqa: BLE001  (any failure shows the same)
+            return
+        assert fresh is not bfloat16_dtype.finfo
+        assert not (float(fresh.eps) == 2.0**-7 and fresh.dtype == BF and fresh.nmant == 7)
+    finally:
+        for k in (BF, bfloat16):
+            cache.pop(k, None)
+        cache.update(saved)

@@ -123,9 +123,13 @@ def test_casting_same_kind_and_unsafe():
 
 
 @pytest.mark.xfail(NumpyVersion(np.__version__) >= "2.4.0", strict=True,
-                   reason="NumPy >= 2.4 (measured: 2.4.6, 2.5.5; 2.0.2 passes) checks a Python "
-                   "float operand against a dtype with a legacy type number as if it were a "
-                   "float64 before promotion - ufunc/promoter layer, csrc/ufuncs.cpp")
+                   reason="NumPy >= 2.4 (measured: 2.4.6, 2.5.5; 2.0.2 passes): "
+                   "PyUFunc_ValidateCasting -> PyArray_CanCastArrayTo -> "
+                   "can_cast_pyscalar_scalar_to (convert_datatype.c) takes the Python float's "
+                   "descriptor from npy_find_descr_for_scalar (abstractdtypes.c), i.e. from "
+                   "float_common_dtype, which for a user DType with a legacy type number "
+                   "returns its common type with float16 (float32), and float32 -> bfloat16 "
+                   "is not a safe cast")
 def test_add_python_float_casting_safe_like_float16():
     assert np.add(np.array([1.0], np.float16), 0.5, casting="safe").dtype == np.float16
     x = np.array([1.5, 2.0], bfloat16)
@@ -193,9 +197,11 @@ def test_result_type_python_scalars_are_weak():
     assert np.result_type(np.float16, 1.0) == np.float16  # the float16 behaviour mirrored
 
 
-@pytest.mark.xfail(strict=True, reason="NumPy's abstract Python-float DType, when it comes "
-                   "first, asks a dtype with a legacy type number for its common type with "
-                   "float16 (float32) instead of deferring to it")
+@pytest.mark.xfail(strict=True, reason="NumPy's float_common_dtype (abstractdtypes.c), "
+                   "asked first, answers for a user DType with a legacy type number with that "
+                   "DType's common type with float16 (float32 by the table) instead of "
+                   "deferring; the call is the same one np.promote_types(bfloat16, float16) "
+                   "makes, so no answer of ours can change one without the other")
 def test_result_type_python_float_first_with_array():
     x = np.array([1.5], bfloat16)
     assert np.result_type(0.5, x) == BF

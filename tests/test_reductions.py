@@ -109,13 +109,7 @@ def test_sum_prod_mean_every_axis_and_layout(axis, keepdims):
         want = w.sum(axis=axis, keepdims=keepdims)
         for name, got in (("sum", x.sum(axis=axis, keepdims=keepdims)),
                           ("add.reduce", np.add.reduce(x, axis=axis, keepdims=keepdims))):
-            if label == "reversed" and axis == (0, 1) and \
-                    NumpyVersion(np.__version__) < "2.1.0":
-                # open: on NumPy 2.0.2 the float32 shadow of csrc/ufuncs.cpp is not armed for
-                # this layout from the first slice (1 of 9 outputs measured 1 ulp off)
-                assert ulps(got, w.astype(np.float64).sum(axis=axis, keepdims=keepdims)) <= 1
-            else:
-                assert_f32_accumulated(got, want, f"{name} {ctx}")
+            assert_f32_accumulated(got, want, f"{name} {ctx}")
         small = (x / bfloat16(8) + bfloat16(1))[:8]
         assert_f32_accumulated(small.prod(axis=axis, keepdims=keepdims),
                                small.astype(np.float32).prod(axis=axis, keepdims=keepdims),
@@ -256,3 +250,110 @@ def test_numerics_helpers_errors_and_out():
     out = np.zeros(2, bfloat16)
     assert numerics.sum(np.ones((3, 2), bfloat16), axis=0, out=out) is out
     np.testing.assert_array_equal(f32(out), [3, 3])
+
+
+# ---- every layout and reduction option against the exact sum, rounded once -----------------
+
+def exact_layouts():
+    """Data whose float32 partial sums are exact (multiples of 2**-7 below 2**16), so float32
+    accumulation rounded once must equal the float64 sum rounded once, whatever the order."""
+    rng = np.random.default_rng(11)
+    base = rng.random((64, 30, 9), dtype=np.float32).astype(bfloat16) + bfloat16(1)
+    yield "C", base
+    yield "F", np.asfortranarray(base)
+    yield "transposed", base.transpose(2, 0, 1)
+    yield "strided", base[::2, ::3, ::2]
+    yield "reversed 0,2", base[::-1, :, ::-1]
+    yield "reversed all", base[::-1, ::-1, ::-1]
+    yield "reversed 1", base[:, ::-1, :]
+    yield "reversed transposed", base[::-1, :, ::-1].transpose(1, 2, 0)
+    wide = rng.random((40, 20, 300), dtype=np.float32).astype(bfloat16) + bfloat16(1)
+    yield "wide reversed", wide[::-1, :, ::-1]
+    yield "wide reversed strided", wide[::-1, ::2, ::-3]
+
+
+# NumPy before 2.3 (buffer handling of its iterator rewritten in 2.3) runs a masked (where=)
+# reduction over several axes partly on a buffered copy of the output, in runs of the mask;
+# the float32 values do not follow those partial copies, so some outputs are rounded once
+# more: measured on 2.0.2 (up to 9 of 64 outputs 1 ulp off), 2.1/2.2 not measured.
+OLD_NDITER = NumpyVersion(np.__version__) < "2.3.0"
+
+
+# A reduction given initial= is recognised as one only when it writes an output a second
+# time; until then the float32 values of at most this many output slots are kept
+# (shadow_probe_slots, csrc/umath/reduce_acc.cpp), so that elementwise a += b stays cheap.
+PROBE_SLOTS = 4096
+
+
+def exact_sum(x, **kw):
+    return f64_to_bf16(np.sum(x.astype(np.float64), **kw))
+
+
+@pytest.mark.parametrize("axis", AXES, ids=str)
+def test_sum_rounds_once_every_layout_and_option(axis):
+    rng = np.random.default_rng(12)
+    for label, x in exact_layouts():
+        mask = rng.random(x.shape) < 0.8
+        for keepdims in (False, True):
+            base_kw = dict(axis=axis, keepdims=keepdims)
+            for extra in ({}, {"initial": 1.0}, {"where": mask, "initial": 0.0},
+                          {"where": mask}, {"initial": -3.0, "where": mask}):
+                kw = dict(base_kw, **extra)
+                ctx = f"{label} {kw if 'where' not in kw else dict(kw, where='mask')}"
+                want = exact_sum(x, **kw)
+                got = np.sum(x, **kw)
+                assert np.asarray(got).dtype == BF16, ctx
+                if ("where" in kw and np.ndim(axis) == 1 and OLD_NDITER) or \
+                        ("initial" in kw and "where" not in kw and want.size > PROBE_SLOTS):
+                    # see OLD_NDITER and PROBE_SLOTS
+                    assert ulps(got, np.sum(x.astype(np.float64), **kw)) <= 1, ctx
+                    continue
+                np.testing.assert_array_equal(f32(got), want, err_msg=ctx)
+                np.testing.assert_array_equal(f32(np.add.reduce(x, **kw)), want, err_msg=ctx)
+            # float32 data reduced with dtype=bfloat16: NumPy casts the input in its buffer
+            x32 = x.astype(np.float32, order="K")
+            for extra in ({}, {"initial": 1.0}):
+                kw = dict(base_kw, **extra)
+                want = exact_sum(x, **kw)
+                got = np.add.reduce(x32, dtype=bfloat16, **kw)
+                assert np.asarray(got).dtype == BF16
+                if "initial" in kw and want.size > PROBE_SLOTS:
+                    assert ulps(got, np.sum(x.astype(np.float64), **kw)) <= 1
+                else:
+                    np.testing.assert_array_equal(f32(got), want, err_msg=f"{label} f32 {kw}")
+            # out=: a fresh array and a strided view, both written in place
+            want = exact_sum(x, **base_kw)
+            out = np.zeros(np.shape(want), bfloat16)
+            assert np.sum(x, out=out, **base_kw) is out
+            np.testing.assert_array_equal(f32(out), want, err_msg=f"{label} out= {base_kw}")
+            if np.ndim(want) >= 1:
+                holder = np.full(np.shape(want)[:-1] + (2 * np.shape(want)[-1],), 7, bfloat16)
+                view = holder[..., ::-2]
+                np.add.reduce(x, out=view, **base_kw)
+                np.testing.assert_array_equal(f32(view), want, err_msg=f"{label} view {base_kw}")
+                np.testing.assert_array_equal(f32(holder[..., -2::-2]), 7.0)
+
+
+@pytest.mark.parametrize("n", [1, 7, PROBE_SLOTS - 1, PROBE_SLOTS, PROBE_SLOTS + 1, 10000])
+def test_elementwise_in_place_add_multiply_round_each_element_once(n):
+    """a += b and a *= b (in place, so through the loop's shadow up to PROBE_SLOTS elements)
+    give each element's float32 result rounded once, as the out-of-place loop does."""
+    rng = np.random.default_rng(n)
+    bits = rng.integers(0, 2**16, size=(2, n), dtype=np.uint32).astype(np.uint16)
+    special = np.array([[0x8000, 0x7F80, 0x7FC0, 0x7F7F],    # -0, inf, nan, max
+                        [0x8000, 0xFF80, 0x3F80, 0x7F7F]],   # -0, -inf, 1, max (overflows)
+                       np.uint16)
+    k = min(n, 4)
+    bits[:, :k] = special[:, :k]
+    a, b = bits[0].view(bfloat16), bits[1].view(bfloat16)
+    wa, wb = f32(a), f32(b)
+    for op, ref in ((np.add, np.add), (np.multiply, np.multiply)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = reference_round(ref(wa, wb))
+            x = a.copy()
+            op(x, b, out=x)
+            holder = np.repeat(a, 2)
+            strided = holder[::2]
+            op(strided, b, out=strided)
+        np.testing.assert_array_equal(x.view(np.uint16), want, err_msg=f"{op.__name__} {n}")
+        np.testing.assert_array_equal(strided.view(np.uint16), want)

@@ -20,25 +20,46 @@ namespace umath {
  * shadow of the output elements and keep adding into it; a shadow value is trusted only while
  * the stored bfloat16 still equals its rounding, so anything else writing the output is
  * noticed. The shadow is a dense window over the output's address range, owned by the loop's
- * auxdata: it lives for one ufunc call. It is switched on when numpy asked this ArrayMethod
- * for the reduction's initial value just before asking for the loop (same context), or, for
- * reductions given `initial=` (numpy then skips that question), as soon as a call writes an
- * output range an earlier call of the same ufunc call already wrote. Elementwise in-place
- * operations (a += b) write each element once, so they never allocate a window.
+ * auxdata: it lives for one ufunc call.
+ *
+ * Every in-place call (out aliasing in1 with the same stride) goes through the shadow, so the
+ * first slice of a reduction keeps its float32 value too. The window may grow to
+ * shadow_max_slots once the call is known to be a reduction: numpy asked this ArrayMethod for
+ * the reduction's initial value just before asking for the loop (same context), or, for
+ * reductions given `initial=` (numpy then skips that question), a call writes an output range
+ * an earlier call of the same ufunc call already wrote. Until then (elementwise in-place
+ * operations such as a += b write each element once) it stays below shadow_probe_slots and
+ * starts afresh when a call lies outside it: a reduction given `initial=` whose output spans
+ * more than that rounds the first slice of the outputs that fell out of the window once more
+ * (at most 1 ulp in all; tests/test_reductions.py, PROBE_SLOTS).
+ *
+ * NumPy before 2.3 may run the first part of a reduction on a copy of the output in its
+ * buffer and the rest on the output itself (or the reverse): the loop then sees a new output
+ * range holding the rounded copies of the range it has just accumulated. There (only) such a
+ * switch moves the float32 values along (shadow_follow_copy); tests/test_reductions.py
+ * (test_sum_rounds_once_every_layout_and_option) checks the layouts where NumPy 2.0 does this.
  * Accumulations (cumsum) that numpy passes as one chain (out[i] = out[i-1] + in[i]) keep
  * the running sum in float32 as well.
  */
 
 struct Shadow {
     NpyAuxData base;
-    bool active = false;
+    bool reduction = false;      /* known to be a reduction: the window may grow large */
     char *lo = nullptr;          /* window covers [lo, lo + 2 * value.size()) */
     std::vector<float> value;    /* one float32 per 2-byte slot of the window */
-    char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written while inactive */
+    char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written before `reduction` */
+    /* the output range of the previous in-place call, and its stored values when numpy began
+     * writing it (what a copy of it must differ from: see shadow_follow_copy) */
+    char *prev_o = nullptr;
+    npy_intp prev_so = 0, prev_m = 0;
+    std::vector<bf16_t> prev_first;
 };
 
 /* At most 2^26 float32 slots (256 MiB): outputs spanning more than 128 MiB reduce in bfloat16. */
 static const size_t shadow_max_slots = (size_t)1 << 26;
+/* Before the call is known to be a reduction: at most 4096 slots (16 KiB), so that an
+ * elementwise a += b on a small array stays cheap and a larger one runs the plain loop. */
+static const size_t shadow_probe_slots = (size_t)1 << 12;
 
 static void
 shadow_free(NpyAuxData *aux)
@@ -54,7 +75,7 @@ shadow_clone(NpyAuxData *aux)
 }
 
 static Shadow *
-shadow_new(bool active)
+shadow_new(bool reduction)
 {
     Shadow *m = new (std::nothrow) Shadow();
     if (m == nullptr) {
@@ -63,12 +84,14 @@ shadow_new(bool active)
     memset(&m->base, 0, sizeof m->base);
     m->base.free = shadow_free;
     m->base.clone = shadow_clone;
-    m->active = active;
+    m->reduction = reduction;
     return m;
 }
 
-/* Make the window cover bytes [first, last] (both ends included). false: too large or no
- * memory, and the shadow is switched off (results then accumulate in bfloat16). */
+/* Make the window cover bytes [first, last] (both ends included). When the window together
+ * with the new range would exceed the limit but the range alone does not, the window starts
+ * afresh at the range (the dropped slots then read as their stored bfloat16). false: too large
+ * or no memory (that call then runs without the shadow). */
 static bool
 shadow_cover(Shadow *m, char *first_p, char *last_p)
 {
@@ -79,16 +102,22 @@ shadow_cover(Shadow *m, char *first_p, char *last_p)
     if (!m->value.empty() && first >= lo && last + 2 <= hi) {
         return true;
     }
+    size_t limit = m->reduction ? shadow_max_slots : shadow_probe_slots;
+    size_t alone = (size_t)(last + 2 - first + 1) / 2;
+    if (alone > limit) {
+        return false;
+    }
     uintptr_t new_lo = m->value.empty() ? first : std::min(first, lo);
     uintptr_t new_hi = m->value.empty() ? last + 2 : std::max(last + 2, hi);
     size_t want = (size_t)(new_hi - new_lo + 1) / 2;
     if (!m->value.empty() && new_lo == lo) {
         want = std::max(want, 2 * m->value.size()); /* amortise slices visited upward */
     }
-    if (want > shadow_max_slots) {
-        m->active = false;
-        m->value.clear();
-        return false;
+    want = std::min(want, limit);
+    if ((size_t)(new_hi - new_lo + 1) / 2 > want) {
+        m->value.clear(); /* too far apart: start afresh at this range */
+        new_lo = first;
+        want = alone;
     }
     try {
         std::vector<float> grown(want, 0.0f);
@@ -99,11 +128,26 @@ shadow_cover(Shadow *m, char *first_p, char *last_p)
         m->lo = (char *)new_lo;
     }
     catch (...) {
-        m->active = false;
         m->value.clear();
         return false;
     }
     return true;
+}
+
+static inline bool
+shadow_covers(const Shadow *m, const char *first, const char *last)
+{
+    if (first > last) std::swap(first, last);
+    uintptr_t lo = (uintptr_t)m->lo, hi = lo + 2 * m->value.size();
+    return !m->value.empty() && (uintptr_t)first >= lo && (uintptr_t)last + 2 <= hi;
+}
+
+static inline bool
+shadow_disjoint(const Shadow *m, const char *first, const char *last)
+{
+    if (first > last) std::swap(first, last);
+    uintptr_t lo = (uintptr_t)m->lo, hi = lo + 2 * m->value.size();
+    return m->value.empty() || (uintptr_t)last + 2 <= lo || (uintptr_t)first >= hi;
 }
 
 static inline float &
@@ -119,6 +163,81 @@ shadow_get(Shadow *m, const char *p)
     float v = shadow_slot(m, p);
     bf16_t stored = ld(p);
     return f32_to_bf16(v) == stored ? v : bf16_to_f32(stored);
+}
+
+/* Set at registration: NumPy before 2.3 (C API version 0x14), whose iterator may move a
+ * reduction's output between its buffer and the array (see shadow_follow_copy). */
+static bool numpy_copies_outputs = false;
+
+/*
+ * Called when an in-place call writes m output elements at o (stride so) and the previous one
+ * wrote a different range. If the new range lies outside the window and holds, element for
+ * element, the rounding of the float32 values of the previous range, while differing from what
+ * the previous range held when numpy began writing it, it is numpy's copy of that range (its
+ * buffer written back, or the output copied into its buffer): the window restarts there with
+ * those float32 values. A fresh output range that merely equals the previous range's rounding
+ * (both still hold the reduction's initial value) is not taken for a copy. Without memory for
+ * the bookkeeping, copies are no longer followed (the loop may run without the GIL, so it
+ * cannot raise).
+ */
+static void
+shadow_follow_copy(Shadow *m, char *o, npy_intp so, npy_intp n_out)
+{
+    char *q_last = o + (n_out - 1) * so;
+    char *p = m->prev_o;
+    /* only a reduction revisits outputs: elementwise calls keep what they find */
+    bool copy = m->reduction && p != nullptr && m->prev_m == n_out &&
+                shadow_disjoint(m, o, q_last) &&
+                shadow_covers(m, p, p + (n_out - 1) * m->prev_so);
+    if (copy) {
+        bool moved = false;
+        for (npy_intp i = 0; i < n_out && copy; i++) {
+            bf16_t q = ld(o + i * so);
+            copy = q == f32_to_bf16(shadow_slot(m, p + i * m->prev_so));
+            moved |= q != m->prev_first[i];
+        }
+        copy = copy && moved;
+    }
+    if (copy) {
+        std::vector<float> carried;
+        try {
+            carried.resize(n_out);
+        }
+        catch (...) {
+            m->prev_o = nullptr;
+            return;
+        }
+        for (npy_intp i = 0; i < n_out; i++) {
+            carried[i] = shadow_slot(m, p + i * m->prev_so);
+        }
+        m->value.clear();
+        if (shadow_cover(m, o, q_last)) {
+            for (npy_intp i = 0; i < n_out; i++) {
+                shadow_slot(m, o + i * so) = carried[i];
+            }
+        }
+        /* prev_first stays: the copy began from the same values */
+    }
+    else {
+        try {
+            m->prev_first.resize(n_out);
+        }
+        catch (...) {
+            m->prev_o = nullptr;
+            return;
+        }
+        if (so == 2) {
+            memcpy(m->prev_first.data(), o, 2 * (size_t)n_out);
+        }
+        else {
+            for (npy_intp i = 0; i < n_out; i++) {
+                m->prev_first[i] = ld(o + i * so);
+            }
+        }
+    }
+    m->prev_o = o;
+    m->prev_so = so;
+    m->prev_m = n_out;
 }
 
 struct AddAcc {
@@ -154,14 +273,14 @@ acc_initial(PyArrayMethod_Context *context, npy_bool reduction_is_empty, void *i
     return 1;
 }
 
-/* Switch the shadow on when this call writes output another call already wrote. */
+/* Mark the call a reduction when it writes output an earlier call already wrote. */
 static void
 shadow_note_writes(Shadow *m, char *o, npy_intp so, npy_intp n)
 {
     char *first = o, *last = o + (n - 1) * so;
     if (first > last) std::swap(first, last);
     if (m->seen_lo != nullptr && first <= m->seen_hi && last >= m->seen_lo) {
-        m->active = true;
+        m->reduction = true;
     }
     m->seen_lo = (m->seen_lo == nullptr || first < m->seen_lo) ? first : m->seen_lo;
     m->seen_hi = (m->seen_hi == nullptr || last > m->seen_hi) ? last : m->seen_hi;
@@ -180,12 +299,23 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     if (n <= 0) {
         return 0;
     }
-    if (shadow != nullptr && !shadow->active && a == o && sa == so) {
-        shadow_note_writes(shadow, o, so, n);
+    bool use_shadow = false;
+    if (shadow != nullptr && a == o && sa == so) {
+        /* in place: a reduction's slice, or an elementwise a += b */
+        if (!shadow->reduction) {
+            shadow_note_writes(shadow, o, so, n);
+        }
+        npy_intp n_out = so == 0 ? 1 : n;
+        size_t span = (size_t)((n_out - 1) * (so < 0 ? -so : so)) / 2 + 1;
+        size_t limit = shadow->reduction ? shadow_max_slots : shadow_probe_slots;
+        if (span <= limit) { /* a larger elementwise a += b just runs the plain loop */
+            if (numpy_copies_outputs &&
+                    (o != shadow->prev_o || so != shadow->prev_so || n_out != shadow->prev_m)) {
+                shadow_follow_copy(shadow, o, so, n_out);
+            }
+            use_shadow = shadow_cover(shadow, o, o + (n_out - 1) * so);
+        }
     }
-    bool use_shadow = shadow != nullptr && shadow->active &&
-                      shadow_cover(shadow, a, a + (n - 1) * sa) &&
-                      shadow_cover(shadow, o, o + (n - 1) * so);
     if (a == o && sa == 0 && so == 0) {
         /* reduce form: the whole row folds into one output element */
         float start = use_shadow ? shadow_get(shadow, o) : bf16_to_f32(ld(o));
@@ -199,13 +329,13 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
             shadow_slot(shadow, o) = r;
         }
     }
-    else if (use_shadow && a == o && sa == 2 && so == 2 && sb == 2) {
+    else if (use_shadow && so == 2 && sb == 2) {
         float *v = &shadow_slot(shadow, o);
         ovf = contiguous_shadow_row<typename Acc::Op>(o, b, v, n);
     }
     else if (use_shadow) {
-        for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
-            float r = Acc::f(shadow_get(shadow, a), bf16_to_f32(ld(b)));
+        for (npy_intp i = 0; i < n; i++, b += sb, o += so) {
+            float r = Acc::f(shadow_get(shadow, o), bf16_to_f32(ld(b)));
             bf16_t h = f32_to_bf16(r);
             ovf |= bf16_overflowed(r, h);
             st(o, h);
@@ -295,6 +425,7 @@ add_accumulating_loop(PyObject *numpy, const char *name, PyArrayMethod_StridedLo
 int
 register_accumulating_loops(PyObject *numpy)
 {
+    numpy_copies_outputs = PyArray_RUNTIME_VERSION < 0x00000014;
     if (add_accumulating_loop<AddAcc>(numpy, "add", acc_strided_loop_add) < 0) {
         return -1;
     }
