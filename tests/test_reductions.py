@@ -86,14 +86,18 @@ def test_accuracy_figures_full_array(uniform24):
 
 # ---- every axis and layout: never a bfloat16 stall -----------------------------------------
 
-def layouts():
-    rng = np.random.default_rng(5)
-    base = rng.random((64, 30, 9), dtype=np.float32).astype(bfloat16) + bfloat16(1)
+def base_views(base):
+    """base (C order) and its Fortran, transposed, strided and reversed (axes 0 and 2) views."""
     yield "C", base
     yield "F", np.asfortranarray(base)
     yield "transposed", base.transpose(2, 0, 1)
     yield "strided", base[::2, ::3, ::2]
-    yield "reversed", base[::-1, :, ::-1]
+    yield "reversed 0,2", base[::-1, :, ::-1]
+
+
+def layouts():
+    rng = np.random.default_rng(5)
+    yield from base_views(rng.random((64, 30, 9), dtype=np.float32).astype(bfloat16) + bfloat16(1))
     yield "ones", np.ones((700, 3, 4), bfloat16)  # sums reach 700 > 256: a bf16 stall shows
 
 
@@ -259,11 +263,7 @@ def exact_layouts():
     accumulation rounded once must equal the float64 sum rounded once, whatever the order."""
     rng = np.random.default_rng(11)
     base = rng.random((64, 30, 9), dtype=np.float32).astype(bfloat16) + bfloat16(1)
-    yield "C", base
-    yield "F", np.asfortranarray(base)
-    yield "transposed", base.transpose(2, 0, 1)
-    yield "strided", base[::2, ::3, ::2]
-    yield "reversed 0,2", base[::-1, :, ::-1]
+    yield from base_views(base)
     yield "reversed all", base[::-1, ::-1, ::-1]
     yield "reversed 1", base[:, ::-1, :]
     yield "reversed transposed", base[::-1, :, ::-1].transpose(1, 2, 0)
