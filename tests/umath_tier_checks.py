@@ -221,3 +221,63 @@ def test_inplace_add_of_size_one_keeps_negative_zero():
     x = np.array([-0.0], BF16)
     x += x
     assert np.signbit(x.astype(np.float32)).tolist() == [True]
+
+
+# Outputs of 2^21 elements or more take the streaming loops (input prefetch; non-temporal
+# stores after a masked head up to a 64-byte boundary where the tier has one).
+STREAM_MIN = 1 << 21
+
+
+def aligned_out(n, offset):
+    """An empty bfloat16 array of n elements starting `offset` elements past a 64-byte
+    boundary."""
+    buf = np.empty(n + 64, BF16)
+    skip = (-buf.ctypes.data % 64) // 2
+    return buf[skip + offset: skip + offset + n]
+
+
+@pytest.mark.parametrize("name", CORRECTLY_ROUNDED_UNARY + TRANSCENDENTAL_UNARY)
+def test_unary_streaming_outputs(name):
+    """33 copies of all 65,536 inputs (2.16 M elements) into outputs at three alignments and
+    in place equal the exhaustive reference bit for bit."""
+    f = getattr(np, name)
+    copies = STREAM_MIN // 65536 + 1
+    want = np.tile(unary_reference(name), copies)
+    x = np.tile(ALL_VALUES, copies)
+    nan_sign = name in ("negative", "absolute", "fabs", "positive")
+    with np.errstate(all="ignore"):
+        for offset in (0, 1, 31):
+            out = aligned_out(x.size, offset)
+            f(x, out=out)
+            assert_same_bits(bits(out), want, f"{name} output offset {offset}",
+                             nan_sign=nan_sign)
+        inplace = x.copy()
+        f(inplace, out=inplace)
+    assert_same_bits(bits(inplace), want, f"{name} in place", nan_sign=nan_sign)
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "maximum"])
+def test_binary_streaming_outputs(name):
+    """Array-array, array-scalar and in-place calls with outputs over 2^21 elements (every
+    bit pattern against shuffles of every bit pattern, 9 times over) against the float32
+    reference."""
+    f = getattr(np, name)
+    copies = STREAM_MIN // A_BITS.size + 1
+    a_bits, b_bits = quiet(np.tile(A_BITS, copies)), quiet(np.tile(B_BITS, copies))
+    a, b = a_bits.view(BF16), b_bits.view(BF16)
+    scalar = np.array(1.5, BF16)
+    s_bits = np.broadcast_to(np.array(1.5, BF16).view(np.uint16), a_bits.shape)
+    with np.errstate(all="ignore"):
+        for offset in (0, 1, 31):
+            out = aligned_out(a.size, offset)
+            f(a, b, out=out)
+            assert_same_bits(bits(out), binary_reference(name, a_bits, b_bits),
+                             f"{name} offset {offset}")
+        out = aligned_out(a.size, 7)
+        f(scalar, a, out=out)
+        assert_same_bits(bits(out), binary_reference(name, s_bits, a_bits), f"{name} scalar-array")
+        f(a, scalar, out=out)
+        assert_same_bits(bits(out), binary_reference(name, a_bits, s_bits), f"{name} array-scalar")
+        x = a.copy()
+        f(x, b, out=x)
+    assert_same_bits(bits(x), binary_reference(name, a_bits, b_bits), f"{name} in place")
