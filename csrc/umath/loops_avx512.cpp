@@ -51,6 +51,24 @@ inline __m512i combine(__m512 fe, __m512 fo)
                                      0xF8);
 }
 
+/*
+ * combine() for results whose NaNs come from the float32 hardware alone (arithmetic on widened
+ * bfloat16): such a NaN is quiet with its lower 16 bits zero (the quieted first NaN operand, or
+ * the default NaN), and the rounding add leaves it unchanged, so the NaN test is not needed.
+ * Checked by the exhaustive and NaN-crossing operand pairs of tests/umath_tier_checks.py.
+ */
+inline __m512i plain_upper(__m512 f)
+{
+    __m512i u = _mm512_castps_si512(f);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+}
+inline __m512i combine_hardware_nans(__m512 fe, __m512 fo)
+{
+    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(plain_upper(fe), 16), plain_upper(fo),
+                                     _mm512_set1_epi32((int)0xffff0000u), 0xF8);
+}
+
 /* Lanes holding +-inf (rare: checked before the exact, slower overflow test). */
 inline __mmask32 inf_lanes(__m512i r)
 {
@@ -452,13 +470,34 @@ template <> struct V<LessEqual> : Cmp<_CMP_LE_OQ> {};
 template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
 template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
 
+/* Ops whose results are the float32 hardware's (see combine_hardware_nans); maximum and the
+ * like pass an input NaN through, signalling ones included, and keep the full rounding. */
+template <class Op> struct HardwareNaNs : std::false_type {};
+template <> struct HardwareNaNs<Add> : std::true_type {};
+template <> struct HardwareNaNs<Subtract> : std::true_type {};
+template <> struct HardwareNaNs<Multiply> : std::true_type {};
+template <> struct HardwareNaNs<Divide> : std::true_type {};
+template <> struct HardwareNaNs<Sqrt> : std::true_type {};
+template <> struct HardwareNaNs<Square> : std::true_type {};
+
+template <class Op>
+inline __m512i combine_results(__m512 fe, __m512 fo)
+{
+    if constexpr (HardwareNaNs<Op>::value) {
+        return combine_hardware_nans(fe, fo);
+    }
+    else {
+        return combine(fe, fo);
+    }
+}
+
 /* One block of a binary op: inputs x, y (32 bfloat16 each) -> 32 rounded results. */
 template <class Op>
 inline __m512i binary_block(__m512i x, __m512i y, int *ovf)
 {
     __m512 fe = V<Op>::f(even_f32(x), even_f32(y));
     __m512 fo = V<Op>::f(odd_f32(x), odd_f32(y));
-    __m512i r = combine(fe, fo);
+    __m512i r = combine_results<Op>(fe, fo);
     __mmask32 inf = inf_lanes(r);
     if (inf) {
         *ovf |= finite_became_inf(fe, fo, inf);
@@ -470,7 +509,7 @@ template <class Op>
 inline __m512i unary_block(__m512i x, int *ovf)
 {
     __m512 fe = V<Op>::f(even_f32(x)), fo = V<Op>::f(odd_f32(x));
-    __m512i r = combine(fe, fo);
+    __m512i r = combine_results<Op>(fe, fo);
     __mmask32 inf = inf_lanes(r);
     if (inf) {
         *ovf |= finite_became_inf(fe, fo, inf);
