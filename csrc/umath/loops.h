@@ -61,11 +61,91 @@ static inline bool straddles(const char *o, const char *in, npy_intp n)
 #else
 #define BF16_NO_AUTOVECTORIZE
 #endif
+#if defined(__GNUC__)
+#define BF16_NOINLINE __attribute__((noinline))
+#else
+#define BF16_NOINLINE
+#endif
+
+/*
+ * Add, subtract, multiply and divide are the exception: their portable loops run in blocks of
+ * 16 that the compiler may vectorise (SSE2 on any x86-64, NEON on arm64), because each lane
+ * then does exactly the scalar work: one float32 operation on exact inputs (no compare, no
+ * select evaluating both sides, no padding lane) followed by integer-only rounding, so results
+ * and IEEE flags are the scalar loop's (tests/umath_tier_checks.py at the baseline tier:
+ * exhaustive operands and test_binary_warnings_same_in_vector_and_scalar_loops).
+ */
+template <class Op> struct BlockArith : std::false_type {};
+template <> struct BlockArith<Add> : std::true_type {};
+template <> struct BlockArith<Subtract> : std::true_type {};
+template <> struct BlockArith<Multiply> : std::true_type {};
+template <> struct BlockArith<Divide> : std::true_type {};
+
+const int ARITH_BLOCK = 16;
+
+/* r (float32 results) -> h (rounded); returns whether a finite result rounded to inf */
+static inline unsigned round_arith_block(const float *r, bf16_t *h)
+{
+    unsigned ovf = 0;
+    for (int j = 0; j < ARITH_BLOCK; j++) {
+        uint32_t u = f32_bits(r[j]);
+        h[j] = bf16_round_bits_rne(u);
+        ovf |= (unsigned)(((h[j] & 0x7fffu) == 0x7f80u) & ((u & 0x7f800000u) != 0x7f800000u));
+    }
+    return ovf;
+}
+
+/* Blocks of the array-array loop; returns the elements done (a multiple of ARITH_BLOCK). Out of
+ * line: inlined into a BF16_NO_AUTOVECTORIZE caller it would not be vectorised. */
+template <class Op>
+BF16_NOINLINE static npy_intp arith_blocks(const char *a, const char *b, char *o, npy_intp n, int *ovf)
+{
+    npy_intp i = 0;
+    unsigned any = 0;
+    for (; i + ARITH_BLOCK <= n; i += ARITH_BLOCK) {
+        bf16_t x[ARITH_BLOCK], y[ARITH_BLOCK], h[ARITH_BLOCK];
+        float r[ARITH_BLOCK];
+        memcpy(x, a + 2 * i, sizeof x);
+        memcpy(y, b + 2 * i, sizeof y);
+        for (int j = 0; j < ARITH_BLOCK; j++) r[j] = Op::f(bf16_to_f32(x[j]), bf16_to_f32(y[j]));
+        any |= round_arith_block(r, h);
+        memcpy(o + 2 * i, h, sizeof h);
+    }
+    *ovf |= (int)(any != 0);
+    return i;
+}
+
+/* Blocks of the array-scalar loop, the scalar on side 0 (ScalarFirst) or 1. */
+template <class Op, bool ScalarFirst>
+BF16_NOINLINE static npy_intp arith_scalar_blocks(const char *arr, float s, char *o, npy_intp n, int *ovf)
+{
+    npy_intp i = 0;
+    unsigned any = 0;
+    for (; i + ARITH_BLOCK <= n; i += ARITH_BLOCK) {
+        bf16_t x[ARITH_BLOCK], h[ARITH_BLOCK];
+        float r[ARITH_BLOCK];
+        memcpy(x, arr + 2 * i, sizeof x);
+        for (int j = 0; j < ARITH_BLOCK; j++) {
+            r[j] = ScalarFirst ? Op::f(s, bf16_to_f32(x[j])) : Op::f(bf16_to_f32(x[j]), s);
+        }
+        any |= round_arith_block(r, h);
+        memcpy(o + 2 * i, h, sizeof h);
+    }
+    *ovf |= (int)(any != 0);
+    return i;
+}
 
 template <class Op>
 BF16_NO_AUTOVECTORIZE static int binary_contig(const char *a, const char *b, char *o, npy_intp n)
 {
     int ovf = 0;
+    if constexpr (BlockArith<Op>::value) {
+        npy_intp done = arith_blocks<Op>(a, b, o, n, &ovf);
+        a += 2 * done;
+        b += 2 * done;
+        o += 2 * done;
+        n -= done;
+    }
     for (npy_intp i = 0; i < n; i++) {
         float r = Op::f(bf16_to_f32(ld(a + 2 * i)), bf16_to_f32(ld(b + 2 * i)));
         st(o + 2 * i, round_checked(r, &ovf));
@@ -80,6 +160,13 @@ BF16_NO_AUTOVECTORIZE static int binary_scalar_contig(const char *arr, bf16_t sc
 {
     int ovf = 0;
     float s = bf16_to_f32(scalar);
+    if constexpr (BlockArith<Op>::value) {
+        npy_intp done = scalar_first ? arith_scalar_blocks<Op, true>(arr, s, o, n, &ovf)
+                                     : arith_scalar_blocks<Op, false>(arr, s, o, n, &ovf);
+        arr += 2 * done;
+        o += 2 * done;
+        n -= done;
+    }
     for (npy_intp i = 0; i < n; i++) {
         float x = bf16_to_f32(ld(arr + 2 * i));
         st(o + 2 * i, round_checked(scalar_first ? Op::f(s, x) : Op::f(x, s), &ovf));
