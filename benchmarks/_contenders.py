@@ -13,7 +13,8 @@ instead of failing; every table then shows that status in its column.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -280,6 +281,23 @@ class TorchContender(Contender):
 
     def result_dtype(self, r) -> str:
         return str(r.dtype)
+
+
+@contextlib.contextmanager
+def one_thread(contenders: list[Contender]) -> Iterator[None]:
+    """Run the contenders that would use several threads for a call (torch's intra-op pool) on
+    one, as numpy's own loops and ours run, for the tables marked ``Section.one_thread``."""
+    restore = []
+    for c in contenders:
+        torch = getattr(c, "torch", None)
+        if torch is not None:
+            restore.append((torch, torch.get_num_threads()))
+            torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for torch, n in restore:
+            torch.set_num_threads(n)
 
 
 def load_contenders(threads: int | None) -> list[Contender]:

@@ -228,6 +228,9 @@ class Section:
     tasks: list[Task] = dataclasses.field(default_factory=list)
     rate_unit: str | None = None  # unit of Cell.rate in this section, e.g. "GFLOP/s"
     show_rate: bool = True  # print the rate beside the time in the table
+    # run every contender on one thread while this table is measured (torch would otherwise
+    # spread elementwise calls over its intra-op threads; numpy's own loops use one)
+    one_thread: bool = False
 
     def add(self, label: str, run: Callable[[], Row]) -> None:
         self.tasks.append(Task(f"{self.key}: {label}", run))

@@ -36,11 +36,14 @@ def build_convert(ctx: Context) -> Section:
             "The float32 column is a plain float32 → float32 copy, i.e. the machine's copy "
             f"bandwidth (measured at start-up: {ctx.copy_gbs:.1f} GB/s); in the float64 row it is "
             "numpy's float64 → float32 cast. "
+            "Every contender runs on one thread here, as numpy's loops do "
+            "(torch: `torch.set_num_threads(1)` while this table is measured). "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),
         rate_unit="GB/s",
+        one_thread=True,
     )
     for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
         size = format_count(n)
@@ -88,11 +91,14 @@ def build_elementwise(ctx: Context) -> Section:
             "of traffic (inputs + output). "
             f"bfloat16_dtype's ufunc loops ran at the `{ufunc_tier()}` tier "
             "(`BFLOAT16_DTYPE_ISA` caps it). "
+            "Every contender runs on one thread here, as numpy's loops do "
+            "(torch: `torch.set_num_threads(1)` while this table is measured). "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),
         rate_unit="GB/s",
+        one_thread=True,
     )
     for n in ctx.settings.pick_sizes(ELEMENTWISE_FULL_SIZES, ELEMENTWISE_QUICK_SIZES):
         size = format_count(n)

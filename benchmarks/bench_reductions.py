@@ -27,11 +27,14 @@ def build_reductions(ctx: Context) -> Section:
             "Time per call of `np.sum(a)`, `np.mean(a)` and `a.argmax()` (torch: `torch.sum/mean`, "
             "`a.argmax()`) over the whole array, and GB/s of input read. "
             f"Our kernels ran the `{kernel_tier()}` tier. "
+            "Every contender runs on one thread here, as numpy's loops do "
+            "(torch: `torch.set_num_threads(1)` while this table is measured). "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),
         rate_unit="GB/s",
+        one_thread=True,
     )
     for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
         size = format_count(n)

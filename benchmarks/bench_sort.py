@@ -18,12 +18,15 @@ def build_sort(ctx: Context) -> Section:
             "returns the indices, and `torch.argsort(a)`) on uniform random values. Calls slower "
             "than a second are timed once after the warm-up. "
             f"Our kernels ran the `{kernel_tier()}` tier (the sorts themselves have no per-tier code). "
+            "Every contender runs on one thread here, as numpy's loops do "
+            "(torch: `torch.set_num_threads(1)` while this table is measured). "
             "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),
         rate_unit="Gelem/s",
         show_rate=False,
+        one_thread=True,
     )
     for n in ctx.settings.pick_sizes(FULL_SIZES, QUICK_SIZES):
         size = format_count(n)

@@ -18,6 +18,7 @@ itself does not fail because of them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     # Overflow to inf and the like are results here (the pitfalls table shows them), not noise.
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     import _harness as h
-    from _contenders import load_contenders
+    from _contenders import load_contenders, one_thread
     from _plots import make_plots
     from _preflight import find_crashing_ops
     import bench_accuracy
@@ -231,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     for task in h.progress([t for _, t in tasks], enabled=not args.no_progress):
         section = task_of[id(task)]
         try:
-            row = task.run()
+            with one_thread(contenders) if section.one_thread else contextlib.nullcontext():
+                row = task.run()
         except Exception as exc:  # noqa: BLE001 -- one broken row must not end the report
             error = h.Cell.error(exc)
             row = h.Row(task.label.split(": ", 1)[-1], "—", {c.key: error for c in section.columns})

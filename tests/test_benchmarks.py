@@ -338,3 +338,45 @@ def test_timing_waits_until_other_threads_are_idle():
     finally:
         worker.join()
     assert 0.2 <= waited < h.QUIET_MAX_WAIT
+
+
+def test_single_thread_tables_run_torch_on_one_thread(quick_run):
+    """The elementwise, reduction and sort tables compare one thread with one thread: torch's
+    intra-op pool is set to 1 while they are measured and restored afterwards."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from _contenders import one_thread
+    finally:
+        sys.path.pop(0)
+
+    class FakeTorch:
+        def __init__(self):
+            self.threads = 2
+
+        def get_num_threads(self):
+            return self.threads
+
+        def set_num_threads(self, n):
+            self.threads = n
+
+    class TorchLike:
+        def __init__(self):
+            self.torch = FakeTorch()
+
+    class NumpyLike:
+        torch = None
+
+    peer = TorchLike()
+    with one_thread([NumpyLike(), peer]):
+        assert peer.torch.threads == 1
+    assert peer.torch.threads == 2
+    with pytest.raises(RuntimeError):
+        with one_thread([peer]):
+            raise RuntimeError("a failing row")
+    assert peer.torch.threads == 2
+
+    _, _, payload, _ = quick_run
+    notes = {s["key"]: s["note"] for s in payload["sections"]}
+    for key in ("convert", "elementwise", "reductions", "sort"):
+        assert "torch.set_num_threads(1)" in notes[key], key
+    assert "torch.set_num_threads(1)" not in notes["matmul"]
