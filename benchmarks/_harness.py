@@ -210,6 +210,14 @@ class Task:
     run: Callable[[], Row]
 
 
+# The closing sentences of the single-thread speed tables' notes (Section.one_thread).
+ONE_THREAD_NOTE = (
+    "Every contender runs on one thread here, as numpy's loops do "
+    "(torch: `torch.set_num_threads(1)` while this table is measured). "
+    "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+)
+
+
 @dataclasses.dataclass
 class Section:
     """One table of the report.

@@ -7,7 +7,7 @@ The elementwise table also times arrays that fit in cache, and names the ufunc l
 
 from __future__ import annotations
 
-from _harness import Context, Section, format_count, speed_row
+from _harness import ONE_THREAD_NOTE, Context, Section, format_count, speed_row
 from bench_reductions import kernel_tier
 
 FULL_SIZES = [2**24]
@@ -36,9 +36,7 @@ def build_convert(ctx: Context) -> Section:
             "The float32 column is a plain float32 → float32 copy, i.e. the machine's copy "
             f"bandwidth (measured at start-up: {ctx.copy_gbs:.1f} GB/s); in the float64 row it is "
             "numpy's float64 → float32 cast. "
-            "Every contender runs on one thread here, as numpy's loops do "
-            "(torch: `torch.set_num_threads(1)` while this table is measured). "
-            "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+            + ONE_THREAD_NOTE
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),
@@ -91,9 +89,7 @@ def build_elementwise(ctx: Context) -> Section:
             "of traffic (inputs + output). "
             f"bfloat16_dtype's ufunc loops ran at the `{ufunc_tier()}` tier "
             "(`BFLOAT16_DTYPE_ISA` caps it). "
-            "Every contender runs on one thread here, as numpy's loops do "
-            "(torch: `torch.set_num_threads(1)` while this table is measured). "
-            "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+            + ONE_THREAD_NOTE
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),

@@ -3,7 +3,7 @@ in bench_accuracy)."""
 
 from __future__ import annotations
 
-from _harness import Context, Section, format_count, speed_row
+from _harness import ONE_THREAD_NOTE, Context, Section, format_count, speed_row
 
 
 def kernel_tier() -> str:
@@ -27,9 +27,7 @@ def build_reductions(ctx: Context) -> Section:
             "Time per call of `np.sum(a)`, `np.mean(a)` and `a.argmax()` (torch: `torch.sum/mean`, "
             "`a.argmax()`) over the whole array, and GB/s of input read. "
             f"Our kernels ran the `{kernel_tier()}` tier. "
-            "Every contender runs on one thread here, as numpy's loops do "
-            "(torch: `torch.set_num_threads(1)` while this table is measured). "
-            "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+            + ONE_THREAD_NOTE
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _harness import Context, Section, format_count, speed_row
+from _harness import ONE_THREAD_NOTE, Context, Section, format_count, speed_row
 from bench_reductions import kernel_tier
 
 FULL_SIZES = [2**24]
@@ -18,9 +18,7 @@ def build_sort(ctx: Context) -> Section:
             "returns the indices, and `torch.argsort(a)`) on uniform random values. Calls slower "
             "than a second are timed once after the warm-up. "
             f"Our kernels ran the `{kernel_tier()}` tier (the sorts themselves have no per-tier code). "
-            "Every contender runs on one thread here, as numpy's loops do "
-            "(torch: `torch.set_num_threads(1)` while this table is measured). "
-            "Speedup = their time ÷ our time; above 1 means bfloat16_dtype is faster."
+            + ONE_THREAD_NOTE
         ),
         columns=ctx.columns(),
         ratio_columns=ctx.ratio_columns(),
