@@ -52,10 +52,11 @@ static inline bool straddles(const char *o, const char *in, npy_intp n)
 
 /* ---- portable contiguous loops (the baseline tier, and every twin's tail) --------------- */
 
-/* The portable float loops stay scalar: GCC 12's auto-vectorised forms raised spurious IEEE
- * flags (SSE compares that signal on quiet NaNs in maximum(NaN, 0), "invalid" from inf * 2 on
- * four or more elements; tests/umath_tier_checks.py, test_binary_warnings_same_..., baseline
- * tier). The tiers' hand-written twins cover the arithmetic that needs the speed. */
+/* The portable float loops stay scalar, but for the arithmetic blocks below: GCC 12's
+ * auto-vectorised forms raised spurious IEEE flags (SSE compares that signal on quiet NaNs in
+ * maximum(NaN, 0), "invalid" from inf * 2 on four or more elements; tests/umath_tier_checks.py,
+ * test_binary_warnings_same_..., baseline tier). The tiers' hand-written twins cover the rest of
+ * the arithmetic that needs the speed. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define BF16_NO_AUTOVECTORIZE __attribute__((optimize("no-tree-vectorize")))
 #else
