@@ -127,3 +127,19 @@ def test_fork_after_pool_started():
     r = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "child 0 parent True" in r.stdout, (r.stdout, r.stderr[-2000:])
+
+
+def test_back_to_back_pool_jobs_run_every_task():
+    """Hundreds of multi-threaded matmuls in a row (just above the size that uses threads, so
+    workers often wake after the caller has claimed their task, or after the job ended): every
+    output block is written, with the bits of a single-threaded run."""
+    a = rng.standard_normal((128, 136)).astype(bfloat16)  # 2*128*128*136 flops: threaded
+    b = rng.standard_normal((136, 128)).astype(bfloat16)
+    with bd.num_threads(1):
+        want = (a @ b).view(np.uint16).copy()
+    for n in (2, 3, 8):
+        with bd.num_threads(n):
+            for _ in range(300):
+                out = np.full((128, 128), np.nan, dtype=bfloat16)
+                np.matmul(a, b, out=out)
+                assert np.array_equal(out.view(np.uint16), want), n

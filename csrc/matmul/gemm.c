@@ -466,11 +466,15 @@ static void *thread_main(void *arg)
 }
 
 /*
- * A small persistent pool: worker w runs tasks[w + 1] of the current job; the caller runs tasks[0].
- * Workers spin briefly on the job counter (a GEMM call follows another quickly in typical use)
- * and then sleep on a condition variable. One call uses the pool at a time; a concurrent call
- * finds it busy and creates its own threads for that call (same partition, same results).
- * After fork() the child starts with an empty pool (its threads did not survive the fork).
+ * A small persistent pool. The caller and the workers claim the tasks of the current job one at a
+ * time from a shared counter, so a worker the OS has not scheduled yet (a busy machine) delays
+ * nothing: the caller runs the tasks nobody has claimed, and waits only for tasks already claimed
+ * and still running. Which thread runs a task does not change its result (a task owns its rows or
+ * columns and its workspace), so results stay identical for every thread count
+ * (tests/test_threads.py). Workers spin briefly on the job counter (a GEMM call follows another
+ * quickly in typical use) and then sleep on a condition variable. One call uses the pool at a time;
+ * a concurrent call finds it busy and creates its own threads for that call (same partition, same
+ * results). After fork() the child starts with an empty pool (its threads did not survive the fork).
  */
 #define BG_POOL_MAX 64
 #define BG_SPIN_ITERS 20000
@@ -479,14 +483,15 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     atomic_uint gen;      /* job counter */
-    atomic_int pending;   /* workers still running the current job */
+    /* the current job's claim word: gen << 32 | ntasks << 16 | next unclaimed task; a claim is a
+     * compare-and-swap of it, so a worker that wakes after its job ended claims nothing */
+    _Atomic uint64_t claim;
+    atomic_int finished;  /* tasks of the current job completed */
     atomic_int busy;      /* 1 while a call owns the pool */
     int nworkers;         /* protected by mu */
-    bg_task *tasks;       /* current job: written under mu before gen is released, read after it */
-    int ntasks;
+    bg_task *tasks;       /* current job: written under mu before gen is released, read after a claim */
     /* gen at the time worker w was created (written under mu before pthread_create, which orders
-     * it before the worker's first read): a worker created during job g must wait for g + 1, the
-     * job it is counted in, and never read the tasks of the job already running. */
+     * it before the worker's first read): a worker created during job g waits for g + 1. */
     unsigned start_gen[BG_POOL_MAX];
 } bg_pool;
 
@@ -499,11 +504,11 @@ static void pool_after_fork_child(void)
     pthread_cond_init(&g_pool.wake, NULL);
     pthread_cond_init(&g_pool.done, NULL);
     atomic_store(&g_pool.gen, 0);
-    atomic_store(&g_pool.pending, 0);
+    atomic_store(&g_pool.claim, 0);
+    atomic_store(&g_pool.finished, 0);
     atomic_store(&g_pool.busy, 0);
     g_pool.nworkers = 0;
     g_pool.tasks = NULL;
-    g_pool.ntasks = 0;
 }
 
 static void pool_once(void) { pthread_atfork(NULL, NULL, pool_after_fork_child); }
@@ -513,6 +518,27 @@ static inline void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+/* Claim and run the unclaimed tasks of job `gen` until none is left. The task a claim returns
+ * belongs to a job that cannot end before the task is finished, so its memory is still live. */
+static void pool_claim_and_run(unsigned gen)
+{
+    uint64_t c = atomic_load_explicit(&g_pool.claim, memory_order_acquire);
+    for (;;) {
+        unsigned nt = (unsigned)(c >> 16) & 0xffffu, next = (unsigned)c & 0xffffu;
+        if ((unsigned)(c >> 32) != gen || next >= nt) return;
+        if (!atomic_compare_exchange_weak_explicit(&g_pool.claim, &c, c + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue; /* c now holds the current word */
+        run_task(&g_pool.tasks[next]);
+        if (atomic_fetch_add_explicit(&g_pool.finished, 1, memory_order_acq_rel) + 1 == (int)nt) {
+            pthread_mutex_lock(&g_pool.mu);
+            pthread_cond_broadcast(&g_pool.done);
+            pthread_mutex_unlock(&g_pool.mu);
+        }
+        c = atomic_load_explicit(&g_pool.claim, memory_order_acquire);
+    }
 }
 
 static void *pool_worker(void *arg)
@@ -532,12 +558,7 @@ static void *pool_worker(void *arg)
             pthread_mutex_unlock(&g_pool.mu);
         }
         seen = g;
-        if (w + 1 < g_pool.ntasks) run_task(&g_pool.tasks[w + 1]);
-        if (atomic_fetch_sub(&g_pool.pending, 1) == 1) {
-            pthread_mutex_lock(&g_pool.mu);
-            pthread_cond_broadcast(&g_pool.done);
-            pthread_mutex_unlock(&g_pool.mu);
-        }
+        pool_claim_and_run(g);
     }
     return NULL;
 }
@@ -561,25 +582,24 @@ static int pool_run(bg_task *tasks, int nt)
         if (!ok) break;
         g_pool.nworkers++;
     }
-    int nw = g_pool.nworkers;
+    unsigned g = atomic_load(&g_pool.gen) + 1u;
     g_pool.tasks = tasks;
-    g_pool.ntasks = nt;
-    atomic_store(&g_pool.pending, nw);
-    atomic_fetch_add_explicit(&g_pool.gen, 1, memory_order_release);
+    atomic_store(&g_pool.finished, 0);
+    atomic_store_explicit(&g_pool.claim, (uint64_t)g << 32 | (uint64_t)nt << 16, memory_order_release);
+    atomic_store_explicit(&g_pool.gen, g, memory_order_release);
     pthread_cond_broadcast(&g_pool.wake);
     pthread_mutex_unlock(&g_pool.mu);
 
-    run_task(&tasks[0]);
-    for (int t = nw + 1; t < nt; t++) run_task(&tasks[t]); /* shares without a worker */
+    pool_claim_and_run(g);
 
     int spins = 0;
-    while (atomic_load_explicit(&g_pool.pending, memory_order_acquire) != 0 && spins < 4 * BG_SPIN_ITERS) {
+    while (atomic_load_explicit(&g_pool.finished, memory_order_acquire) != nt && spins < 4 * BG_SPIN_ITERS) {
         cpu_relax();
         spins++;
     }
-    if (atomic_load(&g_pool.pending) != 0) {
+    if (atomic_load_explicit(&g_pool.finished, memory_order_acquire) != nt) {
         pthread_mutex_lock(&g_pool.mu);
-        while (atomic_load(&g_pool.pending) != 0) pthread_cond_wait(&g_pool.done, &g_pool.mu);
+        while (atomic_load(&g_pool.finished) != nt) pthread_cond_wait(&g_pool.done, &g_pool.mu);
         pthread_mutex_unlock(&g_pool.mu);
     }
     atomic_store(&g_pool.busy, 0);
