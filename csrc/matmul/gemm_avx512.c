@@ -95,11 +95,15 @@ BG_TARGET static void ukernel_avx512(int64_t kc, const float *a, const float *b,
 
 BG_TARGET static void pack_a_avx512(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
 {
+    /* rows past the end of a last, partial panel read zeros (kc <= BG512_KC: the driver cuts k
+     * into the kernel's kc blocks) */
+    static const unsigned char zero_row[BG512_KC * 2] __attribute__((aligned(64)));
     int64_t ir = 0;
     if (a->cs == 2) { /* rows contiguous in k: 8 k of rows 0-7 and 8-13, two 8x8 transposes */
-        for (; ir + BG_MR <= mc; ir += BG_MR) {
+        for (; ir < mc; ir += BG_MR) {
             const unsigned char *rp[BG_MR];
-            for (int i = 0; i < BG_MR; i++) rp[i] = a->p + (i0 + ir + i) * a->rs + p0 * 2;
+            for (int i = 0; i < BG_MR; i++)
+                rp[i] = ir + i < mc ? a->p + (i0 + ir + i) * a->rs + p0 * 2 : zero_row;
             int64_t k = 0;
             for (; k + 8 <= kc; k += 8) {
                 __m256 r[8], s[8];
@@ -121,10 +125,11 @@ BG_TARGET static void pack_a_avx512(const bg_view *a, int64_t i0, int64_t mc, in
             dst += BG_MR * kc;
         }
     } else if (a->rs == 2) { /* columns contiguous in i: 14 consecutive bfloat16 per k */
-        for (; ir + BG_MR <= mc; ir += BG_MR) {
+        for (; ir < mc; ir += BG_MR) {
             const unsigned char *src = a->p + (i0 + ir) * 2 + p0 * a->cs;
+            int m = mc - ir < BG_MR ? (int)(mc - ir) : BG_MR; /* widen16_n zero-fills past m */
             for (int64_t k = 0; k < kc; k++)
-                _mm512_mask_storeu_ps(dst + k * BG_MR, (__mmask16)0x3fff, widen16_n(src + k * a->cs, BG_MR));
+                _mm512_mask_storeu_ps(dst + k * BG_MR, (__mmask16)0x3fff, widen16_n(src + k * a->cs, m));
             dst += BG_MR * kc;
         }
     }
