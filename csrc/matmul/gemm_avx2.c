@@ -11,6 +11,7 @@
 #define BG_TARGET __attribute__((target("avx2,fma")))
 #define BG_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
 #define BG_MR 6
+#define BG_KC 256 /* k per packed panel (the descriptor's kc) */
 #define BG_NR 16
 
 /* ------------------------------------------------------------------------------------------------
@@ -331,10 +332,13 @@ BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int6
     }
     /* Rows contiguous in k: widen 8 k of each of 6 rows, transpose 8x8 (two rows unused), store
      * 6 floats per k. */
+    /* rows past the end of a last, partial panel read zeros (kc <= BG_KC: the driver cuts k into
+     * the kernel's kc blocks) */
+    static const unsigned char zero_row[BG_KC * 2] __attribute__((aligned(64)));
     int64_t ir = 0;
-    for (; ir + BG_MR <= mc; ir += BG_MR) {
+    for (; ir < mc; ir += BG_MR) {
         const unsigned char *rp[BG_MR];
-        for (int i = 0; i < BG_MR; i++) rp[i] = a->p + (i0 + ir + i) * a->rs + p0 * 2;
+        for (int i = 0; i < BG_MR; i++) rp[i] = ir + i < mc ? a->p + (i0 + ir + i) * a->rs + p0 * 2 : zero_row;
         int64_t k = 0;
         for (; k + 8 <= kc; k += 8) {
             __m256 r[8];
@@ -352,7 +356,6 @@ BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int6
             for (int i = 0; i < BG_MR; i++) dst[k * BG_MR + i] = bg_load(rp[i] + k * 2);
         dst += BG_MR * kc;
     }
-    if (ir < mc) bg_pack_a_generic(a, i0 + ir, mc - ir, p0, kc, dst, BG_MR);
 }
 
 BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
@@ -590,7 +593,7 @@ BG_TARGET void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64
 const bg_kernel bg_kernel_avx2 = {
     .name = "avx2: AVX2+FMA float32 6x16 (bfloat16 widened while packing)",
     .tier = BF16_TIER_AVX2,
-    .mr = BG_MR, .nr = BG_NR, .kc = 256, .mc = 144, .nc = 4096,
+    .mr = BG_MR, .nr = BG_NR, .kc = BG_KC, .mc = 144, .nc = 4096,
     .pack = BG_PACK_F32,
     .gemv_ku = 16,
     .ukernel = ukernel_avx2,
