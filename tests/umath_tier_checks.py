@@ -281,3 +281,94 @@ def test_binary_streaming_outputs(name):
         x = a.copy()
         f(x, b, out=x)
     assert_same_bits(bits(x), binary_reference(name, a_bits, b_bits), f"{name} in place")
+
+
+# ---- order kernels: maximum/minimum/fmax/fmin reductions, comparisons with a scalar ----------
+
+def fold_reference(name, start_bits, bits):
+    """The reduction as the functors define it, one element at a time in Python floats:
+    maximum/minimum keep the accumulated value unless the new one is strictly beyond it or it
+    is a NaN (so the first NaN wins); fmax/fmin never take a NaN over a number. A NaN result
+    is quiet."""
+    with np.errstate(invalid="ignore"):
+        vals = exact_f32(np.asarray(bits, np.uint16)).astype(np.float64).tolist()
+    acc_bits = int(start_bits)
+    acc = float(exact_f32(np.array([acc_bits], np.uint16))[0])
+    for b, v in zip(np.asarray(bits).tolist(), vals):
+        if name == "maximum":
+            keep = acc >= v or acc != acc
+        elif name == "minimum":
+            keep = acc <= v or acc != acc
+        elif name == "fmax":
+            keep = acc >= v or v != v
+        else:
+            keep = acc <= v or v != v
+        if not keep:
+            acc, acc_bits = v, int(b)
+    if (acc_bits & 0x7FFF) > 0x7F80:
+        acc_bits |= 0x40
+    return acc_bits
+
+
+def minmax_cases():
+    rng = np.random.default_rng(20261123)
+    pos_zero, neg_zero, qnan, snan = 0x0000, 0x8000, 0x7FC0, 0x7F81
+    shuffled = rng.permutation(ALL_BITS)
+    ordinary = rng.permutation(ALL_BITS[(ALL_BITS & 0x7FFF) <= 0x7F80])  # no NaN
+    negatives = np.array([0xC000, 0xBF80, neg_zero, 0xC040, pos_zero, neg_zero, 0xBF00], np.uint16)
+    zeros = np.array([neg_zero, pos_zero, neg_zero, 0x8001, pos_zero], np.uint16)
+    with_nans = np.array([0x3F80, 0x4000, qnan, 0x4040, 0xFFC1, 0x4080], np.uint16)
+    all_nan = np.array([qnan, 0xFFC0, snan], np.uint16)
+    return {"shuffled": shuffled, "ordinary": ordinary, "negatives": negatives, "zeros": zeros,
+            "with nans": with_nans, "all nan": all_nan, "snan": np.array([0x3F80, snan, 0x4000], np.uint16),
+            "one": np.array([0x4000], np.uint16)}
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_minmax_reductions_match_the_sequential_definition(name):
+    """ufunc.reduce over contiguous data (the vectorised scan) gives the bits of the functors'
+    one-at-a-time fold: the first of equal extremes (the sign of a zero), the first NaN for
+    maximum/minimum, NaNs skipped by fmax/fmin; also with initial= (a NaN or a zero), along an
+    axis, and with the same IEEE warnings as a strided reduction."""
+    uf = getattr(np, name)
+    for label, bits in minmax_cases().items():
+        x = bits.view(BF16)
+        with np.errstate(all="ignore"):
+            got = int(np.asarray(uf.reduce(x)).view(np.uint16))
+        assert got == fold_reference(name, bits[0], bits[1:]), (name, label)
+        for init in (0x8000, 0x0000, 0x7FC0, 0xFF80, 0x7F80, 0x3F80):
+            with np.errstate(all="ignore"):
+                got = int(np.asarray(uf.reduce(x, initial=np.array(init, np.uint16).view(BF16)[()]))
+                          .view(np.uint16))
+            assert got == fold_reference(name, init, bits), (name, label, hex(init))
+        spread = np.zeros(2 * bits.size, np.uint16)
+        spread[::2] = bits
+        assert warning_kinds(uf.reduce, x) == warning_kinds(uf.reduce, spread[::2].view(BF16)), \
+            (name, label)
+    rows = minmax_cases()["shuffled"].reshape(256, 256)
+    with np.errstate(all="ignore"):
+        got = uf.reduce(rows.view(BF16), axis=1).view(np.uint16)
+    want = [fold_reference(name, r[0], r[1:]) for r in rows]
+    assert got.tolist() == want, name
+
+
+@pytest.mark.parametrize("name", COMPARISONS)
+def test_comparisons_with_a_scalar(name):
+    """Every bit pattern against special and ordinary scalars, on either side, equal numpy's
+    float32 comparison of the exact values; warnings match the strided loop's."""
+    f = getattr(np, name)
+    arr = ALL_VALUES
+    f32 = exact_f32(ALL_BITS)
+    spread = np.zeros(2 * 65536, BF16)
+    spread[::2] = ALL_VALUES
+    for s_bits in (0x0000, 0x8000, 0x3F80, 0xBF80, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81,
+                   0x7F7F, 0x0001, 0x8001, 0x4049):
+        s = np.array(s_bits, np.uint16).view(BF16)[()]
+        s32 = exact_f32(np.array([s_bits], np.uint16))[0]
+        with np.errstate(all="ignore"):
+            assert np.array_equal(f(arr, s), f(f32, s32)), (name, hex(s_bits), "array-scalar")
+            assert np.array_equal(f(s, arr), f(s32, f32)), (name, hex(s_bits), "scalar-array")
+            for n in LENGTHS[:10]:
+                assert np.array_equal(f(arr[3:3 + n], s), f(f32[3:3 + n], s32)), (name, n)
+        assert warning_kinds(lambda a: f(a, s), arr) == warning_kinds(lambda a: f(a, s), spread[::2])
+        assert warning_kinds(lambda a: f(s, a), arr) == warning_kinds(lambda a: f(s, a), spread[::2])

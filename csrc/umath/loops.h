@@ -329,6 +329,170 @@ static int contiguous_shadow_row(char *o, const char *b, float *v, npy_intp n)
     return shadow_row_contig<Op>(o, b, v, n);
 }
 
+/* ---- order kernels: integer-only, so the compiler may vectorise them ---------------------- */
+
+/*
+ * A bfloat16's order key: its bits as a signed 16-bit integer with the magnitude bits flipped
+ * for negative values, so keys order as the values do (-0 just below +0, NaNs beyond +-inf).
+ * Integer work raises no IEEE flag, so these loops vectorise freely; they raise "invalid" for a
+ * signalling NaN themselves, as the float comparisons of the functors do. Checked against the
+ * strided (functor) loops, float16 and float32 by tests/umath_tier_checks.py at every tier.
+ */
+static inline int16_t order_key(bf16_t h)
+{
+    return (int16_t)(uint16_t)(h ^ ((uint16_t)(0u - (unsigned)(h >> 15)) & 0x7fffu));
+}
+static inline bf16_t from_order_key(int16_t k) { return (bf16_t)order_key((bf16_t)k); }
+/* 0xffff for a NaN, else 0 (written as masks: the compiler vectorises these loops only so) */
+static inline uint16_t nan_mask(bf16_t h) { return (uint16_t)(0u - (unsigned)((h & 0x7fffu) > 0x7f80u)); }
+/* the key with -0 taken as +0 (the two compare equal) */
+static inline int16_t value_key(bf16_t h) { return order_key(h == 0x8000u ? (bf16_t)0 : h); }
+static inline bool is_nan_bits(bf16_t h) { return (h & 0x7fffu) > 0x7f80u; }
+static inline bool is_snan_bits(bf16_t h) { return is_nan_bits(h) && (h & 0x0040u) == 0; }
+
+template <class Op> struct MinMax : std::false_type {};
+template <> struct MinMax<Maximum> : std::true_type {
+    static constexpr bool is_max = true, propagates_nan = true;
+};
+template <> struct MinMax<Minimum> : std::true_type {
+    static constexpr bool is_max = false, propagates_nan = true;
+};
+template <> struct MinMax<Fmax> : std::true_type {
+    static constexpr bool is_max = true, propagates_nan = false;
+};
+template <> struct MinMax<Fmin> : std::true_type {
+    static constexpr bool is_max = false, propagates_nan = false;
+};
+
+template <class Op> struct Ordering : std::false_type {};
+#define BF16_ORDERING_(Op, expr)                                                               \
+    template <> struct Ordering<Op> : std::true_type {                                        \
+        static bool f(int16_t a, int16_t b) { return expr; }                                   \
+    };
+BF16_ORDERING_(Equal, a == b)
+BF16_ORDERING_(NotEqual, a != b)
+BF16_ORDERING_(Less, a < b)
+BF16_ORDERING_(LessEqual, a <= b)
+BF16_ORDERING_(Greater, a > b)
+BF16_ORDERING_(GreaterEqual, a >= b)
+#undef BF16_ORDERING_
+
+/* The scans of minmax_reduce and compare_scalar_contig: umath/order_scan.h, compiled once per
+ * tier (loops_<tier>.cpp includes it under its target options) and portably here. */
+namespace portable_order {
+#include "umath/order_scan.h"
+}
+template <class Tier, bool IsMax>
+void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
+                      uint16_t *any_snan);
+template <class Tier, class Op>
+uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
+                           npy_intp n);
+
+template <bool IsMax>
+static void minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
+                        uint16_t *any_snan)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    if (loop_tier >= BF16_TIER_AVX512) {
+        return twin_minmax_scan<TierAvx512, IsMax>(in, n, best, any_nan, any_snan);
+    }
+    if (loop_tier >= BF16_TIER_AVX2) {
+        return twin_minmax_scan<TierAvx2, IsMax>(in, n, best, any_nan, any_snan);
+    }
+#endif
+    portable_order::minmax_scan<IsMax>(in, n, best, any_nan, any_snan);
+}
+
+template <class Op>
+static uint16_t compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
+                             npy_intp n)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    if (loop_tier >= BF16_TIER_AVX512) {
+        return twin_compare_keys<TierAvx512, Op>(arr, ks, scalar_first, o, n);
+    }
+    if (loop_tier >= BF16_TIER_AVX2) {
+        return twin_compare_keys<TierAvx2, Op>(arr, ks, scalar_first, o, n);
+    }
+#endif
+    return portable_order::compare_keys<Op>(arr, ks, scalar_first, o, n);
+}
+
+/*
+ * `*io = Op(...Op(Op(*io, in[0]), in[1])..., in[n-1])` for maximum/minimum/fmax/fmin over a
+ * contiguous run (the inner loop of a reduction), with the sequential loop's result bits: the
+ * functors keep the accumulated value on ties, so the result is the first element equal to the
+ * extreme (which decides the sign of a zero); maximum/minimum stop at the first NaN, fmax/fmin
+ * skip NaNs; a NaN result is quiet, as the rounded store makes it.
+ */
+template <class Op>
+static void minmax_reduce(char *io, const char *in, npy_intp n)
+{
+    constexpr bool is_max = MinMax<Op>::is_max, propagates = MinMax<Op>::propagates_nan;
+    constexpr int16_t none = is_max ? INT16_MIN : INT16_MAX; /* no bfloat16 number has it */
+    if (n <= 0) {
+        return;
+    }
+    int16_t best;
+    uint16_t any_nan, any_snan;
+    minmax_scan<is_max>(in, n, &best, &any_nan, &any_snan);
+    bf16_t h0 = ld(io);
+    if (any_snan || is_snan_bits(h0)) {
+        bf16_raise_invalid();
+    }
+    bf16_t r = h0;
+    if (propagates && is_nan_bits(h0)) {
+        r = h0;
+    }
+    else if (propagates && any_nan) {
+        npy_intp i = 0;
+        while (!is_nan_bits(ld(in + 2 * i))) i++;
+        r = ld(in + 2 * i);
+    }
+    else if (best != none) {
+        /* the accumulated value stays on a tie; else the first element equal to the extreme */
+        bool keep = !is_nan_bits(h0) &&
+                    (is_max ? value_key(h0) >= value_key(from_order_key(best))
+                            : value_key(h0) <= value_key(from_order_key(best)));
+        if (!keep) {
+            r = from_order_key(best);
+            if ((r & 0x7fffu) == 0) { /* +-0: the first zero decides the sign */
+                npy_intp i = 0;
+                while ((ld(in + 2 * i) & 0x7fffu) != 0) i++;
+                r = ld(in + 2 * i);
+            }
+        }
+    }
+    st(io, is_nan_bits(r) ? (bf16_t)(r | 0x0040u) : r);
+}
+
+
+/* A comparison of a contiguous run with one bfloat16 (`scalar_first`: the scalar is the left
+ * operand). A NaN on either side compares unordered: false, true for !=. */
+template <class Op>
+static void compare_scalar_contig(const char *arr, bf16_t scalar, bool scalar_first, npy_bool *o,
+                                  npy_intp n)
+{
+    constexpr bool unordered = std::is_same<Op, NotEqual>::value; /* what a NaN operand gives */
+    uint16_t any_snan = 0;
+    if (is_nan_bits(scalar)) {
+        for (npy_intp i = 0; i < n; i++) {
+            bf16_t h;
+            memcpy(&h, arr + 2 * i, 2);
+            any_snan |= (unsigned)is_snan_bits(h);
+            o[i] = unordered;
+        }
+        any_snan |= (unsigned)(is_snan_bits(scalar) && n > 0);
+    }
+    else {
+        any_snan = compare_keys<Op>(arr, value_key(scalar), scalar_first, o, n);
+    }
+    if (any_snan) {
+        bf16_raise_invalid();
+    }
+}
+
 /* ---- strided adapters (legacy inner-loop signature) -------------------------------------- */
 
 template <class Op>
@@ -346,6 +510,15 @@ static void binary_loop(char **args, npy_intp const *dims, npy_intp const *steps
     }
     else if (so == 2 && sa == 0 && sb == 2) {
         ovf = contiguous_binary_scalar<Op>(b, ld(a), true, o, n);
+    }
+    else if constexpr (MinMax<Op>::value) {
+        if (sa == 0 && so == 0 && a == o && sb == 2) { /* the inner loop of a reduction */
+            minmax_reduce<Op>(o, b, n);
+            return;
+        }
+        for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
+            store_rounded(o, Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b))), &ovf);
+        }
     }
     else {
         for (npy_intp i = 0; i < n; i++, a += sa, b += sb, o += so) {
@@ -372,6 +545,14 @@ static void compare_loop(char **args, npy_intp const *dims, npy_intp const *step
     if (steps[0] == 2 && steps[1] == 2 && steps[2] == 1) {
         contiguous_compare<Op>(a, b, (npy_bool *)o, n);
         return;
+    }
+    if constexpr (Ordering<Op>::value) {
+        if (steps[2] == 1 && ((steps[0] == 2 && steps[1] == 0) || (steps[0] == 0 && steps[1] == 2))) {
+            bool scalar_first = steps[0] == 0;
+            compare_scalar_contig<Op>(scalar_first ? b : a, ld(scalar_first ? a : b), scalar_first,
+                                      (npy_bool *)o, n);
+            return;
+        }
     }
     for (npy_intp i = 0; i < n; i++, a += steps[0], b += steps[1], o += steps[2]) {
         *(npy_bool *)o = Op::f(bf16_to_f32(ld(a)), bf16_to_f32(ld(b)));
@@ -426,6 +607,13 @@ template <class Op>
 static void predicate_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
     char *a = args[0], *o = args[1];
+    if (steps[0] == 2 && steps[1] == 1) { /* contiguous: a loop the compiler may vectorise */
+        npy_bool *b = (npy_bool *)o;
+        for (npy_intp i = 0; i < dims[0]; i++) {
+            b[i] = Op::f(ld(a + 2 * i));
+        }
+        return;
+    }
     for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], o += steps[1]) {
         *(npy_bool *)o = Op::f(ld(a));
     }

@@ -724,13 +724,36 @@ void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
     }
 }
 
+namespace avx512_order {
+#include "umath/order_scan.h"
+}
+
+template <class Tier, bool IsMax>
+void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
+                      uint16_t *any_snan)
+{
+    avx512_order::minmax_scan<IsMax>(in, n, best, any_nan, any_snan);
+}
+template void twin_minmax_scan<TierAvx512, true>(const char *, npy_intp, int16_t *, uint16_t *,
+                                           uint16_t *);
+template void twin_minmax_scan<TierAvx512, false>(const char *, npy_intp, int16_t *, uint16_t *,
+                                            uint16_t *);
+
+template <class Tier, class Op>
+uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
+                           npy_intp n)
+{
+    return avx512_order::compare_keys<Op>(arr, ks, scalar_first, o, n);
+}
+
 #define INSTANTIATE_BINARY_(T, Op)                                                             \
     template int twin_binary<T, Op>(const char *, const char *, char *, npy_intp);             \
     template int twin_binary_scalar<T, Op>(const char *, bf16_t, bool, char *, npy_intp);      \
     template int twin_shadow_row<T, Op>(char *, const char *, float *, npy_intp);
 #define INSTANTIATE_UNARY_(T, Op) template int twin_unary<T, Op>(const char *, char *, npy_intp);
 #define INSTANTIATE_COMPARE_(T, Op)                                                            \
-    template void twin_compare<T, Op>(const char *, const char *, npy_bool *, npy_intp);
+    template void twin_compare<T, Op>(const char *, const char *, npy_bool *, npy_intp);         \
+    template uint16_t twin_compare_keys<T, Op>(const char *, int16_t, bool, npy_bool *, npy_intp);
 BF16_AVX512_BINARY_TWINS(INSTANTIATE_BINARY_, TierAvx512)
 BF16_AVX512_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx512)
 BF16_AVX512_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx512)

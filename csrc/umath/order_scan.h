@@ -1,0 +1,58 @@
+/*
+ * umath/order_scan.h - the hot loops of the order kernels in loops.h (maximum/minimum/fmax/fmin
+ * reductions, comparisons with a scalar). No include guard on purpose: loops.h includes it in
+ * namespace portable_order, and each loops_<tier>.cpp includes it again under its target options,
+ * so the same integer-only code is vectorised for every tier. Written with masks instead of
+ * branches or selects: GCC vectorises these loops only so.
+ */
+
+/* best: the largest (IsMax) or smallest order key among the non-NaN elements, or the `none` key
+ * if there is none; any_nan: nonzero if an element is a NaN; any_snan: 0x40 if one is signalling */
+template <bool IsMax>
+static void minmax_scan(const char *in, npy_intp n, int16_t *best_out, uint16_t *any_nan_out,
+                        uint16_t *any_snan_out)
+{
+    const uint16_t none = IsMax ? 0x8000u : 0x7fffu;
+    int16_t best = (int16_t)none;
+    uint16_t any_nan = 0, any_snan = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t h;
+        memcpy(&h, in + 2 * i, 2);
+        uint16_t nan = nan_mask(h);
+        any_nan |= nan;
+        any_snan |= nan & (uint16_t)~h; /* bit 6 clear: signalling */
+        int16_t k = (int16_t)(uint16_t)(((uint16_t)order_key(h) & (uint16_t)~nan) | (none & nan));
+        best = IsMax ? (k > best ? k : best) : (k < best ? k : best);
+    }
+    *best_out = best;
+    *any_nan_out = any_nan;
+    *any_snan_out = any_snan & 0x0040u;
+}
+
+template <class Op, bool ScalarFirst>
+static uint16_t compare_keys_as(const char *arr, int16_t ks, npy_bool *o, npy_intp n)
+{
+    const uint16_t when_nan = std::is_same<Op, NotEqual>::value ? 1u : 0u;
+    uint16_t any_snan = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t h;
+        memcpy(&h, arr + 2 * i, 2);
+        uint16_t nan = nan_mask(h);
+        any_snan |= nan & (uint16_t)~h;
+        /* value_key: -0 as +0 */
+        int16_t k = order_key((bf16_t)(h & (uint16_t)(0u - (unsigned)(h != 0x8000u))));
+        uint16_t r = ScalarFirst ? Ordering<Op>::f(ks, k) : Ordering<Op>::f(k, ks);
+        o[i] = (npy_bool)((r & (uint16_t)~nan) | (when_nan & nan));
+    }
+    return any_snan & 0x0040u;
+}
+
+/* The comparison of each element with a non-NaN scalar of value_key ks (`scalar_first`: the
+ * scalar is the left operand); a NaN element compares unordered. Returns 0x40 if an element
+ * was a signalling NaN. */
+template <class Op>
+static uint16_t compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o, npy_intp n)
+{
+    return scalar_first ? compare_keys_as<Op, true>(arr, ks, o, n)
+                        : compare_keys_as<Op, false>(arr, ks, o, n);
+}
