@@ -372,3 +372,27 @@ def test_comparisons_with_a_scalar(name):
                 assert np.array_equal(f(arr[3:3 + n], s), f(f32[3:3 + n], s32)), (name, n)
         assert warning_kinds(lambda a: f(a, s), arr) == warning_kinds(lambda a: f(a, s), spread[::2])
         assert warning_kinds(lambda a: f(s, a), arr) == warning_kinds(lambda a: f(s, a), spread[::2])
+
+
+def test_clip_with_scalar_bounds():
+    """np.clip of every bit pattern with scalar bounds (the vectorised path) equals, bit for
+    bit, the strided element-at-a-time loop, and numpy's float32 clip of the exact values as
+    numbers (NaN where it is NaN); lo > hi gives hi, as NumPy's minimum(maximum(x, lo), hi)."""
+    spread = np.zeros(2 * 65536, BF16)
+    spread[::2] = ALL_VALUES
+    f32 = exact_f32(ALL_BITS)
+    for lo_bits, hi_bits in ((0xBF80, 0x3F80), (0x8000, 0x0000), (0x0000, 0x8000), (0xFF80, 0x7F80),
+                             (0x4000, 0x3F80), (0x0001, 0x7F7F), (0xC2C8, 0xC2C7)):
+        lo = np.array(lo_bits, np.uint16).view(BF16)[()]
+        hi = np.array(hi_bits, np.uint16).view(BF16)[()]
+        got = np.clip(ALL_VALUES, lo, hi)
+        strided = np.clip(spread[::2], lo, hi)
+        assert np.array_equal(bits(got), bits(strided)), (hex(lo_bits), hex(hi_bits))
+        with np.errstate(invalid="ignore"):
+            want = np.clip(f32, exact_f32(np.array([lo_bits], np.uint16))[0],
+                           exact_f32(np.array([hi_bits], np.uint16))[0])
+        got32 = got.astype(np.float32)
+        assert np.array_equal(got32, want, equal_nan=True), (hex(lo_bits), hex(hi_bits))
+        inplace = ALL_VALUES.copy()
+        np.clip(inplace, lo, hi, out=inplace)
+        assert np.array_equal(bits(inplace), bits(strided)), "clip in place"

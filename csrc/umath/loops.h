@@ -404,6 +404,21 @@ static void minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any
     portable_order::minmax_scan<IsMax>(in, n, best, any_nan, any_snan);
 }
 
+template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
+
+static inline void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    if (loop_tier >= BF16_TIER_AVX512) {
+        return twin_clip_keys<TierAvx512>(x, lo, hi, o, n);
+    }
+    if (loop_tier >= BF16_TIER_AVX2) {
+        return twin_clip_keys<TierAvx2>(x, lo, hi, o, n);
+    }
+#endif
+    portable_order::clip_keys(x, lo, hi, o, n);
+}
+
 template <class Op>
 static uint16_t compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
                              npy_intp n)

@@ -739,6 +739,13 @@ template void twin_minmax_scan<TierAvx512, true>(const char *, npy_intp, int16_t
 template void twin_minmax_scan<TierAvx512, false>(const char *, npy_intp, int16_t *, uint16_t *,
                                             uint16_t *);
 
+template <class Tier>
+void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
+{
+    avx512_order::clip_keys(x, lo, hi, o, n);
+}
+template void twin_clip_keys<TierAvx512>(const char *, bf16_t, bf16_t, char *, npy_intp);
+
 template <class Tier, class Op>
 uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
                            npy_intp n)

@@ -56,3 +56,24 @@ static uint16_t compare_keys(const char *arr, int16_t ks, bool scalar_first, npy
     return scalar_first ? compare_keys_as<Op, true>(arr, ks, o, n)
                         : compare_keys_as<Op, false>(arr, ks, o, n);
 }
+
+/* clip(x, lo, hi) for a contiguous run and non-NaN scalar bounds: the bits of clip_loop's
+ * sequential rule (a NaN x passes through; x below lo takes lo, then a value above hi takes hi,
+ * so lo > hi gives hi; -0 and +0 compare equal and x keeps its own zero). */
+static void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
+{
+    const int16_t kl = value_key(lo), kh = value_key(hi);
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t h;
+        memcpy(&h, x + 2 * i, 2);
+        uint16_t nan = nan_mask(h);
+        int16_t k = order_key((bf16_t)(h & (uint16_t)(0u - (unsigned)(h != 0x8000u))));
+        uint16_t below = (uint16_t)(0u - (unsigned)(k < kl));
+        int16_t kv = (int16_t)(uint16_t)(((uint16_t)kl & below) | ((uint16_t)k & (uint16_t)~below));
+        uint16_t above = (uint16_t)(0u - (unsigned)(kv > kh));
+        uint16_t r = (uint16_t)((lo & below) | (h & (uint16_t)~below));
+        r = (uint16_t)((hi & above) | (r & (uint16_t)~above));
+        r = (uint16_t)((h & nan) | (r & (uint16_t)~nan));
+        memcpy(o + 2 * i, &r, 2);
+    }
+}
