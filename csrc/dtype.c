@@ -128,7 +128,7 @@ arrfunc_argmin(void *data, npy_intp n, npy_intp *min_ind, void *NPY_UNUSED(arr))
 }
 
 /* Dot product: exact products, float32 accumulation in 8 lanes, one rounding at the end. */
-static float
+static inline float
 dot_f32(const char *a, npy_intp sa, const char *b, npy_intp sb, npy_intp n)
 {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -146,11 +146,54 @@ dot_f32(const char *a, npy_intp sa, const char *b, npy_intp sb, npy_intp n)
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
+/* The contiguous instance, in 8-lane vectors (GCC/Clang vector extensions; the compiler did not
+ * vectorise the loop above): lane j is accumulator j, so the additions and their order are the
+ * strided instance's and so are the bits (tests/test_linalg.py::
+ * test_dot_contiguous_and_strided_same_bits). */
+#if defined(__GNUC__)
+typedef float bf16_v8f __attribute__((vector_size(32)));
+typedef uint32_t bf16_v8u __attribute__((vector_size(32)));
+typedef uint16_t bf16_v8h __attribute__((vector_size(16)));
+
+static inline bf16_v8f
+widen8_bits(const char *p)
+{
+    bf16_v8h h;
+    memcpy(&h, p, sizeof h);
+    bf16_v8u u = __builtin_convertvector(h, bf16_v8u) << 16;
+    bf16_v8f f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static float
+dot_f32_contig(const char *a, const char *b, npy_intp n)
+{
+    bf16_v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    npy_intp i = 0;
+    for (; i + 8 <= n; i += 8) {
+        acc += widen8_bits(a + 2 * i) * widen8_bits(b + 2 * i);
+    }
+    float tail = 0.0f;
+    for (; i < n; i++) {
+        tail += bf16_to_f32(load_bits(a + 2 * i)) * bf16_to_f32(load_bits(b + 2 * i));
+    }
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+#else
+static float
+dot_f32_contig(const char *a, const char *b, npy_intp n)
+{
+    return dot_f32(a, 2, b, 2, n);
+}
+#endif
+
 static void
 bf16_dot(void *ip1, npy_intp is1, void *ip2, npy_intp is2, void *op, npy_intp n,
          void *NPY_UNUSED(ignore))
 {
-    float acc = dot_f32((const char *)ip1, is1, (const char *)ip2, is2, n);
+    float acc = is1 == 2 && is2 == 2 ? dot_f32_contig((const char *)ip1, (const char *)ip2, n)
+                                     : dot_f32((const char *)ip1, is1, (const char *)ip2, is2, n);
     store_bits(op, f32_to_bf16(acc));
 }
 

@@ -833,3 +833,28 @@ def test_default_num_threads_from_environment(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=tmp_path).stdout
     assert out.strip() == "3"
+
+
+def test_dot_contiguous_and_strided_same_bits(rng):
+    """np.dot of two 1-d arrays (the dtype's dot function): the contiguous vector loop adds in
+    the strided loop's 8 lanes and order, so both give the same bits, within the float32
+    accumulation bound of the float64 product; and a 1 x 1 matmul takes the GEMV path."""
+    for n in (0, 1, 7, 8, 9, 15, 16, 17, 100, 1000, 4099):
+        a, A = make(rng, (n,))
+        b, B = make(rng, (n,))
+        spread_a = np.zeros(2 * n, bfloat16)
+        spread_b = np.zeros(3 * n, bfloat16)
+        spread_a[::2], spread_b[::3] = a, b
+        got = np.dot(a, b)
+        assert bits_of(got) == bits_of(np.dot(spread_a[::2], spread_b[::3])), n
+        ref = float(np.dot(A, B))
+        bound = (n + 2) * U * float(np.dot(np.abs(A), np.abs(B))) + abs(ref) * 2.0**-8
+        assert abs(float(got) - ref) <= bound, n
+        if n:
+            mm = a.reshape(1, n) @ b.reshape(n, 1)
+            assert abs(float(mm[0, 0]) - ref) <= bound, n
+    # lanes 0 and 4 cancel exactly when combined first, as the 8-lane order does: 2, not 0
+    a = np.array([2.0**15, 1, 0, 0, -(2.0**15), 1, 0, 0] * 3, bfloat16)
+    b = np.array([2.0**15, 1, 0, 0, 2.0**15, 1, 0, 0] * 3, bfloat16)
+    assert float(np.dot(a, b)) == 6.0
+    assert float(np.dot(a[::-1][::-1], b)) == 6.0

@@ -310,7 +310,8 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
 
     /* Matrix-vector products: stream the big operand once. */
     int la = gemv_layout(&p->a), lb = gemv_layout(&(bg_view){p->b.p, p->b.cs, p->b.rs});
-    if (gemv_fits(la, p->N) && p->M > p->N) {
+    /* (a 1 x 1 product, a dot product, takes the GEMV path: the GEMM would pad it to a block) */
+    if (gemv_fits(la, p->N) && (p->M > p->N || (p->M == 1 && p->N == 1))) {
         pl->path = la;
     } else if (gemv_fits(lb, p->M) && p->N > p->M) {
         transpose_problem(p);
