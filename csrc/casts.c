@@ -295,13 +295,22 @@ copy_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dim
     int swap = PyArray_ISNBO(d[0]->byteorder) != PyArray_ISNBO(d[1]->byteorder);
     const char *in = data[0];
     char *out = data[1];
-    for (npy_intp i = 0; i < dimensions[0]; i++) {
-        bf16_t h;
-        memcpy(&h, in + i * strides[0], 2);
-        if (swap) {
-            h = (bf16_t)((h >> 8) | (h << 8));
+    npy_intp n = dimensions[0], si = strides[0], so = strides[1];
+    if (!swap && si == 2 && so == 2) {
+        memmove(out, in, (size_t)n * 2); /* NumPy's copies (buffers, .copy(), concatenate) */
+        return 0;
+    }
+    if (!swap) {
+        for (npy_intp i = 0; i < n; i++) {
+            memcpy(out + i * so, in + i * si, 2);
         }
-        memcpy(out + i * strides[1], &h, 2);
+        return 0;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t h;
+        memcpy(&h, in + i * si, 2);
+        h = (bf16_t)((h >> 8) | (h << 8));
+        memcpy(out + i * so, &h, 2);
     }
     return 0;
 }

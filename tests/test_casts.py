@@ -420,6 +420,28 @@ def test_byteswap(all_bits):
     np.testing.assert_array_equal(y.view(np.uint16), all_bits.byteswap())
 
 
+def test_same_dtype_copies_every_layout(all_bits):
+    """The bfloat16 -> bfloat16 cast (NumPy's copies, buffers, concatenate, byte-order
+    changes): every bit pattern, NaN payloads included, arrives unchanged (or byte-swapped
+    where the byte order changes), contiguous, strided, reversed and into swapped storage."""
+    x = all_bits.view(bfloat16)
+    swapped_bits = all_bits.byteswap()
+    np.testing.assert_array_equal(x.copy().view(np.uint16), all_bits)
+    np.testing.assert_array_equal(np.array(x, copy=True).view(np.uint16), all_bits)
+    np.testing.assert_array_equal(x[::3].copy().view(np.uint16), all_bits[::3])
+    np.testing.assert_array_equal(x[::-1].copy().view(np.uint16), all_bits[::-1])
+    np.testing.assert_array_equal(np.concatenate([x[::2], x[1::2]]).view(np.uint16),
+                                  np.concatenate([all_bits[::2], all_bits[1::2]]))
+    grid = x.reshape(256, 256)
+    np.testing.assert_array_equal(grid.T.copy().view(np.uint16), all_bits.reshape(256, 256).T)
+    other = x.astype(BF.newbyteorder())
+    np.testing.assert_array_equal(other.view(np.uint16), swapped_bits)
+    np.testing.assert_array_equal(other[::2].astype(BF).view(np.uint16), all_bits[::2])
+    out = np.zeros(65536, BF)
+    np.copyto(out, other)
+    np.testing.assert_array_equal(out.view(np.uint16), all_bits)
+
+
 def test_non_native_byte_order_reads_and_casts():
     values = np.array([1.5, -0.1, 3e38, -0.0], bfloat16)
     other = BF.newbyteorder("S")
