@@ -1,6 +1,7 @@
 """Shared machinery for the benchmark suite.
 
-- timing: a warm-up call, then the median of an adaptive number of repeats;
+- timing: a warm-up call, then the median of an adaptive number of repeats, in rounds that
+  alternate the contenders' order (best_round_cells);
 - the result model (Cell, Row, Section) that every area fills in;
 - rendering of sections as aligned Markdown tables (the terminal shows the same text);
 - machine details (CPU, cores, BLAS, thread settings, measured copy bandwidth);
@@ -42,12 +43,21 @@ class Settings:
     slow_call: float = 1.0  # a call slower than this gets a single timed repeat
     max_call: float = 3.0  # skip a cell whose estimated call time exceeds this
     seed: int = 0
+    # each row times its contenders in this many rounds, alternating their order, and keeps
+    # each contender's fastest round (best_round_cells): a slow phase of the machine then
+    # lands in one round of every contender instead of in one contender's only measurement
+    rounds: int = 2
 
     @classmethod
     def for_mode(cls, quick: bool, **kwargs: Any) -> "Settings":
         if quick:
-            return cls(quick=True, budget=0.01, max_repeats=10, slow_call=0.2, max_call=0.5, **kwargs)
+            return cls(quick=True, budget=0.01, max_repeats=10, slow_call=0.2, max_call=0.5, rounds=1,
+                       **kwargs)
         return cls(quick=False, **kwargs)
+
+    def per_round(self) -> "Settings":
+        """The settings of one of the ``rounds``: the cell's time budget shared among them."""
+        return dataclasses.replace(self, budget=self.budget / max(self.rounds, 1))
 
     def pick_sizes(self, full: list[int], quick: list[int]) -> list[int]:
         if self.sizes:
@@ -268,6 +278,22 @@ class Skip(Exception):
     """Raised by a cell's setup to skip it (e.g. too slow at this size); the message says why."""
 
 
+def best_round_cells(keys: list[str], measure_key: Callable[[str], Cell], rounds: int) -> dict[str, Cell]:
+    """``measure_key(key)`` for every key in ``rounds`` rounds, the order reversed in every other
+    round; per key, the round with the least time (a key whose cell is not a timing keeps its
+    first round's cell, and is not measured again)."""
+    best: dict[str, Cell] = {}
+    for r in range(max(rounds, 1)):
+        for key in keys if r % 2 == 0 else list(reversed(keys)):
+            if key in best and best[key].seconds is None:
+                continue
+            cell = measure_key(key)
+            old = best.get(key)
+            if old is None or (cell.seconds is not None and cell.seconds < old.seconds):
+                best[key] = cell
+    return best
+
+
 def run_cell(fn: Callable[[], Cell]) -> Cell:
     """Run one contender's measurement; any exception becomes an "error: ..." cell."""
     try:
@@ -327,19 +353,27 @@ def speed_row(
     time gives the cell's rate, in units of 1e9 ``section.rate_unit``.
     """
     cells: dict[str, Cell] = {}
+    available = {}
     for c in contenders if contenders is not None else ctx.contenders:
         if not c.available:
             cells[c.key] = Cell.missing(c.status)
-            continue
+        else:
+            available[c.key] = c
+    settings = ctx.settings.per_round()
 
-        def one(c: Any = c) -> Cell:
+    def one(key: str) -> Cell:
+        def timed() -> Cell:
+            c = available[key]
             fn = setup(c)
-            t = measure(fn, ctx.settings)
+            t = measure(fn, settings)
             amount = work(c) if callable(work) else work
             rate = amount / t.seconds / 1e9 if amount else None
             return Cell.timing(t, rate, section.rate_unit if section.show_rate else None)
 
-        cells[c.key] = run_cell(one)
+        return run_cell(timed)
+
+    cells.update(best_round_cells(list(available), one, ctx.settings.rounds))
+    cells = {c.key: cells[c.key] for c in (contenders if contenders is not None else ctx.contenders)}
     row = Row(operation, size, cells)
     section.fill_speedups(row)
     return row

@@ -25,7 +25,8 @@ from typing import Any, Callable, ContextManager
 
 import numpy as np
 
-from _harness import OURS, Cell, Column, Context, Row, Section, Skip, Timing, format_bytes, measure, run_cell
+from _harness import (OURS, Cell, Column, Context, Row, Section, Skip, Timing, best_round_cells,
+                      format_bytes, measure, run_cell)
 
 HERE = Path(__file__).resolve().parent
 
@@ -106,21 +107,29 @@ def _row(
     limit: Callable[[Variant], ContextManager[Any]] = lambda v: contextlib.nullcontext(),
 ) -> Row:
     cells: dict[str, Cell] = {}
+    available = {}
     for v in vs:
-        c = v.contender
-        if not c.available:
-            cells[v.key] = Cell.missing(c.status)
-            continue
+        if not v.contender.available:
+            cells[v.key] = Cell.missing(v.contender.status)
+        else:
+            available[v.key] = v
+    settings = ctx.settings.per_round()
 
-        def one(v: Variant = v, c: Any = c) -> Cell:
+    def one(key: str) -> Cell:
+        v = available[key]
+
+        def timed() -> Cell:
             memory.check(v.key, work_of(v))
-            a, b = make_inputs(c)
+            a, b = make_inputs(v.contender)
             with limit(v):  # around warm-up and repeats: entering it can cost more than a call
-                t = measure(lambda: v.call(a, b), ctx.settings)
+                t = measure(lambda: v.call(a, b), settings)
             memory.record(v.key, work_of(v), t.seconds)
             return Cell.timing(t, rate_work_of(v) / t.seconds / 1e9, section.rate_unit)
 
-        cells[v.key] = run_cell(one)
+        return run_cell(timed)
+
+    cells.update(best_round_cells(list(available), one, ctx.settings.rounds))
+    cells = {v.key: cells[v.key] for v in vs}
     row = Row(operation, size, cells)
     section.fill_speedups(row)
     return row

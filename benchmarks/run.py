@@ -326,7 +326,10 @@ def render_report(h, sections, machine, settings, command, elapsed, plots, plot_
         f"Generated {date} by `{command}` in {elapsed:.0f} s ({mode}).",
         "",
         "**How to read the tables.** Times are the median of repeated calls after one warm-up call "
-        "(calls slower than a second are timed once); each contender's timing starts once the "
+        "(calls slower than a second are timed once), measured in two rounds per row with the "
+        "contenders' order reversed in the second, each contender keeping its faster round (the "
+        "machine's speed drifts; a slow phase then falls on every contender alike); each "
+        "contender's timing starts once the "
         "process's other threads are idle (OpenBLAS's workers spin for about 0.1 s after a call). "
         "*Speedup vs X* = X's time ÷ bfloat16_dtype's "
         "time: above 1 means bfloat16_dtype is faster than X, below 1 slower. Accuracy tables show "

@@ -380,3 +380,28 @@ def test_single_thread_tables_run_torch_on_one_thread(quick_run):
     for key in ("convert", "elementwise", "reductions", "sort"):
         assert "torch.set_num_threads(1)" in notes[key], key
     assert "torch.set_num_threads(1)" not in notes["matmul"]
+
+
+def test_rows_keep_each_contenders_fastest_round():
+    """best_round_cells measures every key once per round, in reversed order every other
+    round, keeps each key's fastest timing and does not repeat a key whose cell is an error."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _harness as h
+    finally:
+        sys.path.pop(0)
+    calls = []
+    times = {("a", 0): 3.0, ("a", 1): 1.0, ("b", 0): 2.0, ("b", 1): 5.0}
+
+    def measure_key(key):
+        r = sum(1 for k in calls if k == key)
+        calls.append(key)
+        if key == "broken":
+            return h.Cell.error("no loop")
+        return h.Cell("x", seconds=times[(key, r)])
+
+    best = h.best_round_cells(["a", "b", "broken"], measure_key, 2)
+    assert calls == ["a", "b", "broken", "b", "a"]
+    assert best["a"].seconds == 1.0 and best["b"].seconds == 2.0
+    assert best["broken"].status == "error"
+    assert h.Settings.for_mode(False).per_round().budget == h.Settings().budget / 2
