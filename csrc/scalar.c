@@ -199,8 +199,22 @@ bf16_from_object(PyObject *obj, bf16_t *out)
         *out = ld_to_bf16(((PyLongDoubleScalarObject *)obj)->obval);
         return 0;
     }
+    /* datetime64/timedelta64 (checked before Integer: timedelta64 is one) give their count of
+     * units, as np.float16/np.float32 do (NaT is the int64 minimum) */
+    if (PyArray_IsScalar(obj, Datetime)) {
+        *out = i64_to_bf16((int64_t)((PyDatetimeScalarObject *)obj)->obval);
+        return 0;
+    }
+    if (PyArray_IsScalar(obj, Timedelta)) {
+        *out = i64_to_bf16((int64_t)((PyTimedeltaScalarObject *)obj)->obval);
+        return 0;
+    }
     if (PyArray_IsScalar(obj, Integer)) {
         return bf16_from_index(obj, out);
+    }
+    if (obj == Py_None) { /* NaN, as np.float16(None) and float16 arrays store it */
+        *out = BF16_QNAN;
+        return 0;
     }
     if (PyArray_IsScalar(obj, Floating)) { /* float64 and other floating scalars */
         double d = PyFloat_AsDouble(obj);
@@ -257,7 +271,7 @@ bf16_from_object(PyObject *obj, bf16_t *out)
         Py_DECREF(item);
         return r;
     }
-    if (obj == Py_None || PySequence_Check(obj)) {
+    if (PySequence_Check(obj)) {
         PyErr_Format(PyExc_TypeError,
                      "bfloat16() argument must be a real number or a numeric string, not %R",
                      obj);

@@ -99,11 +99,24 @@ def test_construct_from_0d_arrays():
     assert float(bfloat16(np.array(0.1, np.float32))) == 0.10009765625
 
 
+def test_none_and_datetimes_like_float16():
+    for v in (None, np.timedelta64(5, "s"), np.datetime64(3, "D"), np.timedelta64(-7, "ms"),
+              np.timedelta64("NaT")):
+        want = np.float32(np.float16(v)) if v is None else np.float32(v)  # float16 = float32 here
+        assert np.isnan(float(bfloat16(v))) == np.isnan(want)
+        if not np.isnan(want):  # every count here (NaT: -2**63) is exact in bfloat16
+            assert float(bfloat16(v)) == float(want)
+    assert np.isnan(np.float16(None)) and np.float16(np.timedelta64(5, "s")) == 5
+    x = np.ones(2, bfloat16)
+    x[0] = None
+    assert np.isnan(x.astype(np.float32)[0])
+    assert np.isnan(np.array([None, 1.0], bfloat16).astype(np.float32)[0])
+
+
 @pytest.mark.parametrize("bad,exc,text", [
     ("abc", ValueError, "'abc'"),
     ("1.5.2", ValueError, "'1.5.2'"),
     ("", ValueError, "''"),
-    (None, TypeError, "None"),
     ({"a": 1}, TypeError, "'a'"),
     (1 + 2j, TypeError, r"\(1\+2j\)"),
 ])
