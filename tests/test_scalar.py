@@ -113,6 +113,41 @@ def test_none_and_datetimes_like_float16():
     assert np.isnan(np.array([None, 1.0], bfloat16).astype(np.float32)[0])
 
 
+def _overflow_warnings(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn()
+    return float(np.asarray(value, dtype=object).ravel()[0]), \
+        [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("v", [1e300, -(2**200), np.float64(1e300), np.longdouble(1e300), "1e300",
+                               b"-1e300", Fraction(10**300), float("inf"), " -Infinity ", "inf",
+                               np.float16("inf"), 1.5], ids=repr)
+def test_overflow_to_inf_warns_like_float16(v):
+    """A finite value beyond both formats' range gives inf with NumPy's overflow warning, in
+    every way a value gets in, as for float16; an infinite one gives inf silently."""
+    def setitem(t):
+        a = np.zeros(2, t)
+        a[0] = v
+        return a
+
+    def fill(t):
+        a = np.zeros(2, t)
+        a.fill(v)
+        return a
+
+    for path in (lambda t: t(v), lambda t: np.array([v, 1], t), setitem, fill,
+                 lambda t: np.array([v, 1], dtype=object).astype(t)):
+        assert _overflow_warnings(lambda: path(bfloat16)) == _overflow_warnings(lambda: path(np.float16))
+    with np.errstate(over="raise"):
+        if np.isfinite(float(v)) and abs(float(v)) > 1e38:
+            with pytest.raises(FloatingPointError, match="overflow"):
+                bfloat16(v)
+            with pytest.raises(FloatingPointError, match="overflow"):
+                np.float16(v)  # the behaviour mirrored
+
+
 @pytest.mark.parametrize("bad,exc,text", [
     ("abc", ValueError, "'abc'"),
     ("1.5.2", ValueError, "'1.5.2'"),
