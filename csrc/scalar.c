@@ -691,6 +691,101 @@ fast_pair(PyObject *a, PyObject *b, float *x, float *y)
            fast_operand(b, y);
 }
 
+/*
+ * NumPy 2.0-2.2's scalar operators hand an operand NumPy does not know (None, object(), a
+ * Decimal: anything that becomes a 0-d object array) to the object ufunc loop, which calls the
+ * operator on our scalar again, endlessly, until the stack overflows. As NumPy >= 2.3 does, the
+ * operation is retried on the Python float instead: `bfloat16(1) + None` raises TypeError, and
+ * `== None` is False (tests/test_scalar.py::test_unknown_operands_do_not_recurse).
+ */
+static int
+is_unknown_operand(PyObject *o)
+{
+    if (PyBFloat16_Check(o) || PyArray_IsScalar(o, Generic) || PyArray_Check(o) ||
+            PyFloat_Check(o) || PyLong_Check(o) || PyComplex_Check(o) || PyUnicode_Check(o) ||
+            PyBytes_Check(o)) {
+        return 0;
+    }
+    if (PyObject_HasAttrString((PyObject *)Py_TYPE(o), "__array_ufunc__")) {
+        return 0; /* NumPy's ufuncs defer to it */
+    }
+    PyObject *arr = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
+    if (arr == NULL) {
+        PyErr_Clear(); /* the generic path reports it */
+        return 0;
+    }
+    int unknown = PyArray_NDIM((PyArrayObject *)arr) == 0 &&
+                  PyArray_TYPE((PyArrayObject *)arr) == NPY_OBJECT;
+    Py_DECREF(arr);
+    return unknown;
+}
+
+/* The binary operator on our operand's Python float, if the other is unknown; else NULL
+ * without an error (*done stays 0). */
+static PyObject *
+retry_on_float(PyObject *a, PyObject *b, binaryfunc op, int *done)
+{
+    PyObject *self = PyBFloat16_Check(a) ? a : b;
+    PyObject *other = self == a ? b : a;
+    *done = 0;
+    if (!is_unknown_operand(other)) {
+        return NULL;
+    }
+    *done = 1;
+    PyObject *f = PyFloat_FromDouble(bf16_to_f64(((PyBFloat16Object *)self)->value));
+    if (f == NULL) {
+        return NULL;
+    }
+    PyObject *r = self == a ? op(f, b) : op(a, f);
+    Py_DECREF(f);
+    return r;
+}
+
+#define GUARDED(NAME, PYFUNC)                                                          \
+    static PyObject *bf16_guarded_##NAME(PyObject *a, PyObject *b)                     \
+    {                                                                                  \
+        int done;                                                                      \
+        PyObject *r = retry_on_float(a, b, PYFUNC, &done);                             \
+        if (done) {                                                                    \
+            return r;                                                                  \
+        }                                                                              \
+        if (generic_number.nb_##NAME == NULL) {                                        \
+            Py_RETURN_NOTIMPLEMENTED;                                                  \
+        }                                                                              \
+        return generic_number.nb_##NAME(a, b);                                         \
+    }
+GUARDED(add, PyNumber_Add)
+GUARDED(subtract, PyNumber_Subtract)
+GUARDED(multiply, PyNumber_Multiply)
+GUARDED(true_divide, PyNumber_TrueDivide)
+GUARDED(floor_divide, PyNumber_FloorDivide)
+GUARDED(remainder, PyNumber_Remainder)
+GUARDED(divmod, PyNumber_Divmod)
+GUARDED(and, PyNumber_And)
+GUARDED(or, PyNumber_Or)
+GUARDED(xor, PyNumber_Xor)
+GUARDED(lshift, PyNumber_Lshift)
+GUARDED(rshift, PyNumber_Rshift)
+
+static PyObject *
+float_power(PyObject *a, PyObject *b)
+{
+    return PyNumber_Power(a, b, Py_None);
+}
+
+static PyObject *
+bf16_guarded_power(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod == Py_None) {
+        int done;
+        PyObject *r = retry_on_float(a, b, float_power, &done);
+        if (done) {
+            return r;
+        }
+    }
+    return generic_number.nb_power(a, b, mod);
+}
+
 #define FAST_BINOP(NAME, EXPR)                                                         \
     static PyObject *bf16_nb_##NAME(PyObject *a, PyObject *b)                          \
     {                                                                                  \
@@ -702,7 +797,7 @@ fast_pair(PyObject *a, PyObject *b, float *x, float *y)
                 return bf16_scalar_from_bits(h);                                       \
             }                                                                          \
         }                                                                              \
-        return generic_number.nb_##NAME(a, b);                                         \
+        return bf16_guarded_##NAME(a, b);                                              \
     }
 FAST_BINOP(add, x + y)
 FAST_BINOP(subtract, x - y)
@@ -742,6 +837,16 @@ bf16_richcompare(PyObject *a, PyObject *b, int op)
             default: r = x >= y; break;
         }
         PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
+    }
+    PyObject *self = PyBFloat16_Check(a) ? a : b;
+    if (is_unknown_operand(self == a ? b : a)) { /* see is_unknown_operand */
+        PyObject *f = PyFloat_FromDouble(bf16_to_f64(((PyBFloat16Object *)self)->value));
+        if (f == NULL) {
+            return NULL;
+        }
+        PyObject *r = self == a ? PyObject_RichCompare(f, b, op) : PyObject_RichCompare(a, f, op);
+        Py_DECREF(f);
+        return r;
     }
     return generic_richcompare(a, b, op);
 }
@@ -796,6 +901,15 @@ init_scalar(PyObject *module)
     bf16_scalar_as_number.nb_subtract = bf16_nb_subtract;
     bf16_scalar_as_number.nb_multiply = bf16_nb_multiply;
     bf16_scalar_as_number.nb_true_divide = bf16_nb_true_divide;
+    bf16_scalar_as_number.nb_floor_divide = bf16_guarded_floor_divide;
+    bf16_scalar_as_number.nb_remainder = bf16_guarded_remainder;
+    bf16_scalar_as_number.nb_divmod = bf16_guarded_divmod;
+    bf16_scalar_as_number.nb_power = bf16_guarded_power;
+    bf16_scalar_as_number.nb_and = bf16_guarded_and;
+    bf16_scalar_as_number.nb_or = bf16_guarded_or;
+    bf16_scalar_as_number.nb_xor = bf16_guarded_xor;
+    bf16_scalar_as_number.nb_lshift = bf16_guarded_lshift;
+    bf16_scalar_as_number.nb_rshift = bf16_guarded_rshift;
     bf16_scalar_as_number.nb_negative = bf16_nb_negative;
     bf16_scalar_as_number.nb_positive = bf16_nb_positive;
     bf16_scalar_as_number.nb_absolute = bf16_nb_absolute;
