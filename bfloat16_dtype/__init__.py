@@ -25,8 +25,11 @@ __version__ = "0.1.0"
 #: The registered numpy dtype, ``np.dtype(bfloat16)``.
 dtype: np.dtype = np.dtype(bfloat16)
 
-# np.dtype("bfloat16") resolves through numpy's table of scalar type names.
+# np.dtype("bfloat16") resolves through numpy's table of scalar type names; so does the type
+# character, which np.vectorize uses to build its output (tests/test_dropin.py::
+# test_vectorize_and_type_character_like_float16).
 np.sctypeDict["bfloat16"] = bfloat16
+np.sctypeDict[dtype.char] = bfloat16
 
 #: ``np.finfo(bfloat16)``: the same object numpy returns; ``finfo(t)`` is ``np.finfo(t)``.
 finfo: np.finfo = register_finfo(bfloat16, dtype)

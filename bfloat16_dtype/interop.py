@@ -110,6 +110,8 @@ def register_ml_dtypes() -> bool:
         _ml_dtype = theirs
         # The name follows ml_dtypes once it is loaded (see the module docstring).
         np.sctypeDict["bfloat16"] = ml_dtypes.bfloat16
+        if theirs.char == np.dtype(_ext.bfloat16).char:  # the type character likewise
+            np.sctypeDict[theirs.char] = ml_dtypes.bfloat16
         return True
 
 

@@ -57,7 +57,7 @@ static int
 bf16_setitem(PyObject *item, void *data, void *arr)
 {
     bf16_t h;
-    if (bf16_from_object(item, &h) < 0) {
+    if (bf16_from_object_reporting(item, &h) < 0) {
         return -1;
     }
     if (arr_is_swapped(arr)) {
@@ -433,7 +433,7 @@ static int
 bf16_dt_setitem(PyArray_Descr *descr, PyObject *item, char *data)
 {
     bf16_t h;
-    if (bf16_from_object(item, &h) < 0) {
+    if (bf16_from_object_reporting(item, &h) < 0) {
         return -1;
     }
     store_bits(data, PyArray_ISNBO(descr->byteorder) ? h : swap_bits(h));

@@ -42,6 +42,7 @@ extern PyObject *bf16_complex_warning; /* numpy.exceptions.ComplexWarning, set b
 PyObject *bf16_scalar_from_bits(bf16_t bits);
 /* Convert any Python/numpy number or numeric string to bfloat16 bits. -1 with an error set. */
 int bf16_from_object(PyObject *obj, bf16_t *out);
+int bf16_from_object_reporting(PyObject *obj, bf16_t *out);
 /* Shortest decimal digits that round back to the same bfloat16, as a Python str (like repr(float)). */
 PyObject *bf16_shortest_str(bf16_t bits);
 

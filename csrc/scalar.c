@@ -6,6 +6,9 @@
 #include "module.h"
 #include "number/parse.h"
 #include <stdio.h>
+#include <strings.h>
+#include <ctype.h>
+#include <fenv.h>
 #include <stdlib.h>
 #include <errno.h>
 
@@ -149,8 +152,8 @@ bf16_from_index(PyObject *obj, bf16_t *out)
     return r;
 }
 
-int
-bf16_from_object(PyObject *obj, bf16_t *out)
+static int
+convert_object(PyObject *obj, bf16_t *out)
 {
     if (PyBFloat16_Check(obj)) {
         *out = ((PyBFloat16Object *)obj)->value;
@@ -199,8 +202,22 @@ bf16_from_object(PyObject *obj, bf16_t *out)
         *out = ld_to_bf16(((PyLongDoubleScalarObject *)obj)->obval);
         return 0;
     }
+    /* datetime64/timedelta64 (checked before Integer: timedelta64 is one) give their count of
+     * units, as np.float16/np.float32 do (NaT is the int64 minimum) */
+    if (PyArray_IsScalar(obj, Datetime)) {
+        *out = i64_to_bf16((int64_t)((PyDatetimeScalarObject *)obj)->obval);
+        return 0;
+    }
+    if (PyArray_IsScalar(obj, Timedelta)) {
+        *out = i64_to_bf16((int64_t)((PyTimedeltaScalarObject *)obj)->obval);
+        return 0;
+    }
     if (PyArray_IsScalar(obj, Integer)) {
         return bf16_from_index(obj, out);
+    }
+    if (obj == Py_None) { /* NaN, as np.float16(None) and float16 arrays store it */
+        *out = BF16_QNAN;
+        return 0;
     }
     if (PyArray_IsScalar(obj, Floating)) { /* float64 and other floating scalars */
         double d = PyFloat_AsDouble(obj);
@@ -257,7 +274,7 @@ bf16_from_object(PyObject *obj, bf16_t *out)
         Py_DECREF(item);
         return r;
     }
-    if (obj == Py_None || PySequence_Check(obj)) {
+    if (PySequence_Check(obj)) {
         PyErr_Format(PyExc_TypeError,
                      "bfloat16() argument must be a real number or a numeric string, not %R",
                      obj);
@@ -279,6 +296,79 @@ bf16_from_object(PyObject *obj, bf16_t *out)
     }
     *out = f64_to_bf16(PyFloat_AS_DOUBLE(f));
     Py_DECREF(f);
+    return 0;
+}
+
+/* Text that names infinity, as float() reads it: optional blanks and sign, "inf" or "infinity". */
+static int
+text_names_infinity(const char *p, Py_ssize_t n)
+{
+    while (n > 0 && isspace((unsigned char)*p)) { p++; n--; }
+    while (n > 0 && isspace((unsigned char)p[n - 1])) n--;
+    if (n > 0 && (*p == '+' || *p == '-')) { p++; n--; }
+    return (n == 3 && strncasecmp(p, "inf", 3) == 0) ||
+           (n == 8 && strncasecmp(p, "infinity", 8) == 0);
+}
+
+static int
+denotes_infinity(PyObject *obj)
+{
+    if (PyUnicode_Check(obj)) {
+        Py_ssize_t n;
+        const char *p = PyUnicode_AsUTF8AndSize(obj, &n);
+        if (p == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        return text_names_infinity(p, n);
+    }
+    if (PyBytes_Check(obj)) {
+        return text_names_infinity(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj));
+    }
+    if (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer)) {
+        return 0;
+    }
+    double d = PyFloat_AsDouble(obj); /* floats, numpy scalars, 0-d arrays, __float__ */
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return isinf(d);
+}
+
+/*
+ * A finite value that rounds to infinity raises the FPU overflow flag, as float16's conversions
+ * do: a cast loop leaves it to NumPy's check after the loop; item assignment and the
+ * constructor report it themselves (bf16_from_object_reporting).
+ */
+int
+bf16_from_object(PyObject *obj, bf16_t *out)
+{
+    if (convert_object(obj, out) < 0) {
+        return -1;
+    }
+    if (bf16_isinf(*out) && !PyBFloat16_Check(obj) && !denotes_infinity(obj)) {
+        bf16_raise_overflow();
+    }
+    return 0;
+}
+
+/* bf16_from_object, then NumPy's "overflow encountered in cast" under np.errstate, as
+ * float16's item assignment and constructor give it
+ * (tests/test_scalar.py::test_overflow_to_inf_warns_like_float16). */
+int
+bf16_from_object_reporting(PyObject *obj, bf16_t *out)
+{
+    feclearexcept(FE_OVERFLOW);
+    if (bf16_from_object(obj, out) < 0) {
+        return -1;
+    }
+    if (fetestexcept(FE_OVERFLOW)) {
+        feclearexcept(FE_OVERFLOW);
+        if (PyUFunc_GiveFloatingpointErrors("cast", NPY_FPE_OVERFLOW) < 0) {
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -419,7 +509,7 @@ bf16_scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return PyArray_FromAny(value, bf16_descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
     }
     bf16_t bits = 0;
-    if (value != NULL && bf16_from_object(value, &bits) < 0) {
+    if (value != NULL && bf16_from_object_reporting(value, &bits) < 0) {
         return NULL;
     }
     if (type == &PyBFloat16_Type) {
@@ -601,6 +691,101 @@ fast_pair(PyObject *a, PyObject *b, float *x, float *y)
            fast_operand(b, y);
 }
 
+/*
+ * NumPy 2.0-2.2's scalar operators hand an operand NumPy does not know (None, object(), a
+ * Decimal: anything that becomes a 0-d object array) to the object ufunc loop, which calls the
+ * operator on our scalar again, endlessly, until the stack overflows. As NumPy >= 2.3 does, the
+ * operation is retried on the Python float instead: `bfloat16(1) + None` raises TypeError, and
+ * `== None` is False (tests/test_scalar.py::test_unknown_operands_do_not_recurse).
+ */
+static int
+is_unknown_operand(PyObject *o)
+{
+    if (PyBFloat16_Check(o) || PyArray_IsScalar(o, Generic) || PyArray_Check(o) ||
+            PyFloat_Check(o) || PyLong_Check(o) || PyComplex_Check(o) || PyUnicode_Check(o) ||
+            PyBytes_Check(o)) {
+        return 0;
+    }
+    if (PyObject_HasAttrString((PyObject *)Py_TYPE(o), "__array_ufunc__")) {
+        return 0; /* NumPy's ufuncs defer to it */
+    }
+    PyObject *arr = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
+    if (arr == NULL) {
+        PyErr_Clear(); /* the generic path reports it */
+        return 0;
+    }
+    int unknown = PyArray_NDIM((PyArrayObject *)arr) == 0 &&
+                  PyArray_TYPE((PyArrayObject *)arr) == NPY_OBJECT;
+    Py_DECREF(arr);
+    return unknown;
+}
+
+/* The binary operator on our operand's Python float, if the other is unknown; else NULL
+ * without an error (*done stays 0). */
+static PyObject *
+retry_on_float(PyObject *a, PyObject *b, binaryfunc op, int *done)
+{
+    PyObject *self = PyBFloat16_Check(a) ? a : b;
+    PyObject *other = self == a ? b : a;
+    *done = 0;
+    if (!is_unknown_operand(other)) {
+        return NULL;
+    }
+    *done = 1;
+    PyObject *f = PyFloat_FromDouble(bf16_to_f64(((PyBFloat16Object *)self)->value));
+    if (f == NULL) {
+        return NULL;
+    }
+    PyObject *r = self == a ? op(f, b) : op(a, f);
+    Py_DECREF(f);
+    return r;
+}
+
+#define GUARDED(NAME, PYFUNC)                                                          \
+    static PyObject *bf16_guarded_##NAME(PyObject *a, PyObject *b)                     \
+    {                                                                                  \
+        int done;                                                                      \
+        PyObject *r = retry_on_float(a, b, PYFUNC, &done);                             \
+        if (done) {                                                                    \
+            return r;                                                                  \
+        }                                                                              \
+        if (generic_number.nb_##NAME == NULL) {                                        \
+            Py_RETURN_NOTIMPLEMENTED;                                                  \
+        }                                                                              \
+        return generic_number.nb_##NAME(a, b);                                         \
+    }
+GUARDED(add, PyNumber_Add)
+GUARDED(subtract, PyNumber_Subtract)
+GUARDED(multiply, PyNumber_Multiply)
+GUARDED(true_divide, PyNumber_TrueDivide)
+GUARDED(floor_divide, PyNumber_FloorDivide)
+GUARDED(remainder, PyNumber_Remainder)
+GUARDED(divmod, PyNumber_Divmod)
+GUARDED(and, PyNumber_And)
+GUARDED(or, PyNumber_Or)
+GUARDED(xor, PyNumber_Xor)
+GUARDED(lshift, PyNumber_Lshift)
+GUARDED(rshift, PyNumber_Rshift)
+
+static PyObject *
+float_power(PyObject *a, PyObject *b)
+{
+    return PyNumber_Power(a, b, Py_None);
+}
+
+static PyObject *
+bf16_guarded_power(PyObject *a, PyObject *b, PyObject *mod)
+{
+    if (mod == Py_None) {
+        int done;
+        PyObject *r = retry_on_float(a, b, float_power, &done);
+        if (done) {
+            return r;
+        }
+    }
+    return generic_number.nb_power(a, b, mod);
+}
+
 #define FAST_BINOP(NAME, EXPR)                                                         \
     static PyObject *bf16_nb_##NAME(PyObject *a, PyObject *b)                          \
     {                                                                                  \
@@ -612,7 +797,7 @@ fast_pair(PyObject *a, PyObject *b, float *x, float *y)
                 return bf16_scalar_from_bits(h);                                       \
             }                                                                          \
         }                                                                              \
-        return generic_number.nb_##NAME(a, b);                                         \
+        return bf16_guarded_##NAME(a, b);                                              \
     }
 FAST_BINOP(add, x + y)
 FAST_BINOP(subtract, x - y)
@@ -652,6 +837,16 @@ bf16_richcompare(PyObject *a, PyObject *b, int op)
             default: r = x >= y; break;
         }
         PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
+    }
+    PyObject *self = PyBFloat16_Check(a) ? a : b;
+    if (is_unknown_operand(self == a ? b : a)) { /* see is_unknown_operand */
+        PyObject *f = PyFloat_FromDouble(bf16_to_f64(((PyBFloat16Object *)self)->value));
+        if (f == NULL) {
+            return NULL;
+        }
+        PyObject *r = self == a ? PyObject_RichCompare(f, b, op) : PyObject_RichCompare(a, f, op);
+        Py_DECREF(f);
+        return r;
     }
     return generic_richcompare(a, b, op);
 }
@@ -706,6 +901,15 @@ init_scalar(PyObject *module)
     bf16_scalar_as_number.nb_subtract = bf16_nb_subtract;
     bf16_scalar_as_number.nb_multiply = bf16_nb_multiply;
     bf16_scalar_as_number.nb_true_divide = bf16_nb_true_divide;
+    bf16_scalar_as_number.nb_floor_divide = bf16_guarded_floor_divide;
+    bf16_scalar_as_number.nb_remainder = bf16_guarded_remainder;
+    bf16_scalar_as_number.nb_divmod = bf16_guarded_divmod;
+    bf16_scalar_as_number.nb_power = bf16_guarded_power;
+    bf16_scalar_as_number.nb_and = bf16_guarded_and;
+    bf16_scalar_as_number.nb_or = bf16_guarded_or;
+    bf16_scalar_as_number.nb_xor = bf16_guarded_xor;
+    bf16_scalar_as_number.nb_lshift = bf16_guarded_lshift;
+    bf16_scalar_as_number.nb_rshift = bf16_guarded_rshift;
     bf16_scalar_as_number.nb_negative = bf16_nb_negative;
     bf16_scalar_as_number.nb_positive = bf16_nb_positive;
     bf16_scalar_as_number.nb_absolute = bf16_nb_absolute;

@@ -1,6 +1,7 @@
 """Casts between bfloat16 and every numpy type, their safety levels, views and memory layouts."""
 from __future__ import annotations
 
+import platform
 import warnings
 from fractions import Fraction
 
@@ -221,8 +222,14 @@ def test_object_to_bf16():
     assert got == expected
 
 
-@pytest.mark.parametrize("bad,exc,text", [(None, TypeError, "None"), ("xyz", ValueError, "xyz"),
-                                          ([1], TypeError, r"\[1\]")])
+def test_object_none_gives_nan_like_float16():
+    objs = np.array([1.5, None], dtype=object)
+    assert np.isnan(objs.astype(np.float16)[1])  # the behaviour mirrored
+    got = objs.astype(bfloat16)
+    assert got[0] == 1.5 and np.isnan(got.astype(np.float32)[1])
+
+
+@pytest.mark.parametrize("bad,exc,text", [("xyz", ValueError, "xyz"), ([1], TypeError, r"\[1\]")])
 def test_object_to_bf16_bad_names_value(bad, exc, text):
     arr = np.empty(2, dtype=object)
     arr[0], arr[1] = 1.0, bad
@@ -292,6 +299,29 @@ def test_bf16_nan_inf_to_int_warns_like_float16(t, special):
         [(w.category, str(w.message)) for w in theirs]
     if special == "nan":
         assert any("invalid" in str(w.message) for w in ours)
+
+
+# Values both formats hold exactly; float16's own cast of them is the reference (what the CPU's
+# conversion gives for NaN, inf and values outside the target's conversion range).
+_SHARED_VALUES = [np.nan, np.inf, -np.inf, 1280, -1280, 49152, -49152, 300, -300, -1.5, 2.75,
+                  65280, 200, -129, 40960, 0.0, -0.0]
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="float16's out-of-range casts give what the x86 conversion gives")
+@pytest.mark.parametrize("t", INT_TYPES, ids=lambda t: t.__name__)
+def test_nan_inf_and_out_of_range_to_int_like_float16(t):
+    with np.errstate(invalid="ignore"):
+        want = np.array(_SHARED_VALUES, np.float16).astype(t)
+        got = np.array(_SHARED_VALUES, bfloat16).astype(t)
+        # beyond float16's range: float32's cast of the same (exact) values
+        big = np.array([2.0**33, -2.0**33, 3 * 2.0**30, -3 * 2.0**30, 2.0**63, -2.0**63,
+                        2.0**64, 2.0**70, -2.0**70], np.float32)
+        want_big = big.astype(t)
+        got_big = big.astype(bfloat16).astype(t)
+    assert got.tolist() == want.tolist()
+    if t not in (np.uint32, np.uint64):  # float32's SIMD casts to these differ from float16's
+        assert got_big.tolist() == want_big.tolist()
 
 
 def test_bf16_to_object_gives_scalars(all_bits, all_values):

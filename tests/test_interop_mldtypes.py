@@ -18,19 +18,23 @@ from conftest import TESTS_DIR  # noqa: E402
 # Importing ml_dtypes hands it the name "bfloat16" (the documented rule). This import happens
 # while pytest collects, before other modules' tests run: give them the name back, and let the
 # fixture below apply the rule only while this module's tests run.
-_NAME_BEFORE = np.sctypeDict.get("bfloat16")
+# The type character ("E", which np.vectorize looks up) follows the same rule.
+_NAMES = ("bfloat16", bfloat16_dtype.dtype.char)
+_NAMES_BEFORE = {k: np.sctypeDict.get(k) for k in _NAMES}
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed (pip install ml_dtypes)")
-np.sctypeDict["bfloat16"] = _NAME_BEFORE
+np.sctypeDict.update(_NAMES_BEFORE)
 
 ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def keep_dtype_name():
-    before = np.sctypeDict.get("bfloat16")
+    before = {k: np.sctypeDict.get(k) for k in _NAMES}
     np.sctypeDict["bfloat16"] = ml_dtypes.bfloat16
+    if np.dtype(ml_dtypes.bfloat16).char == bfloat16_dtype.dtype.char:
+        np.sctypeDict[bfloat16_dtype.dtype.char] = ml_dtypes.bfloat16
     yield
-    np.sctypeDict["bfloat16"] = before
+    np.sctypeDict.update(before)
 
 
 def test_registered_after_import():
@@ -109,6 +113,9 @@ SCRIPT = textwrap.dedent("""
     assert interop.ml_dtypes_registered()
     assert "ml_dtypes" not in interop._pending    # the import hook is done with it
     assert np.dtype("bfloat16") == np.dtype(ml_dtypes.bfloat16), np.dtype("bfloat16").type
+    mine = np.dtype(bfloat16).char
+    assert np.dtype(mine).type is (ml_dtypes.bfloat16 if np.dtype(ml_dtypes.bfloat16).char == mine
+                                   else bfloat16)
     x = np.array([1.5, -2.0], dtype=bfloat16)
     y = x.astype(ml_dtypes.bfloat16)
     assert (x + y).dtype.type is bfloat16 and (y + x).dtype.type is bfloat16
@@ -140,6 +147,7 @@ def test_name_is_ours_without_ml_dtypes():
         import bfloat16_dtype
         from bfloat16_dtype import interop
         assert np.dtype("bfloat16") == bfloat16_dtype.dtype
+        assert np.dtype(bfloat16_dtype.dtype.char) == bfloat16_dtype.dtype
         assert interop.register_ml_dtypes() is False and not interop.ml_dtypes_registered()
         print("ok")
     """)

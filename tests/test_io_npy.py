@@ -49,14 +49,15 @@ def test_other_arrays_pass_through_and_unmarked_files_load_as_numpy(tmp_path):
 
 def test_ml_dtypes_arrays_are_saved_as_bfloat16(tmp_path):
     ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
-    before = np.sctypeDict.get("bfloat16")
+    names = ("bfloat16", np.dtype(bfloat16).char)  # the rule hands both to ml_dtypes
+    before = {k: np.sctypeDict.get(k) for k in names}
     try:
         y = np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)
         io.save(tmp_path / "m.npy", y)
         z = io.load(tmp_path / "m.npy")
         assert z.dtype == np.dtype(bfloat16) and z.view(np.uint16).tolist() == [0x3FC0, 0xC000]
     finally:
-        np.sctypeDict["bfloat16"] = before
+        np.sctypeDict.update(before)
 
 
 def test_savez_mixed_arrays(tmp_path):

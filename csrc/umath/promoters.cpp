@@ -114,6 +114,56 @@ float_power_promoter(PyObject *, PyArray_DTypeMeta *const op_dtypes[],
     return 0;
 }
 
+/*
+ * bfloat16 with a string, bytes, datetime64 or timedelta64 operand has no loop. NumPy's legacy
+ * resolver would report that with a plain TypeError; float16 gets NumPy's no-loop error, which
+ * `==`/`!=` turn into an all-False/all-True result (tests/test_dropin.py::
+ * test_compare_with_unrelated_types_like_float16), so this raises that error.
+ */
+static int
+no_loop_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
+                 PyArray_DTypeMeta *const *, PyArray_DTypeMeta *[])
+{
+    int nargs = ((PyUFuncObject *)ufunc)->nargs;
+    PyObject *dtypes = PyTuple_New(nargs);
+    if (dtypes == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < nargs; i++) {
+        PyObject *d = op_dtypes[i] ? (PyObject *)op_dtypes[i] : Py_None;
+        Py_INCREF(d);
+        PyTuple_SET_ITEM(dtypes, i, d);
+    }
+    PyObject *mod = PyImport_ImportModule("numpy._core._exceptions");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "_UFuncNoLoopError") : NULL;
+    Py_XDECREF(mod);
+    PyObject *exc = cls ? PyObject_CallFunctionObjArgs(cls, ufunc, dtypes, NULL) : NULL;
+    Py_DECREF(dtypes);
+    if (exc != NULL) {
+        PyErr_SetObject(cls, exc);
+        Py_DECREF(exc);
+    }
+    Py_XDECREF(cls);
+    return -1;
+}
+
+/*
+ * logical_and/or/xor reductions (and accumulations) come with no first operand; as numpy's
+ * own logical promoter does for float16, they run the bool loop on the values cast to bool.
+ */
+static int
+logical_reduce_promoter(PyObject *, PyArray_DTypeMeta *const *,
+                        PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    PyArray_DTypeMeta *b = dtype_of(NPY_BOOL);
+    for (int i = 0; i < 3; i++) {
+        PyArray_DTypeMeta *x = signature[i] ? signature[i] : b;
+        Py_INCREF(x);
+        new_op_dtypes[i] = x;
+    }
+    return 0;
+}
+
 static int
 add_promoter(PyObject *ufunc, PyArray_DTypeMeta *const *dtypes, int nargs,
              PyArrayMethod_PromoterFunction *fn)
@@ -207,6 +257,14 @@ register_promoters(PyObject *numpy, const char *const *binary_names, size_t coun
     if (other_operand_dtypes(others) < 0) {
         return -1;
     }
+    std::vector<PyArray_DTypeMeta *> unrelated;
+    for (int t : {NPY_UNICODE, NPY_STRING, NPY_DATETIME, NPY_TIMEDELTA}) {
+        PyArray_DTypeMeta *d = dtype_of(t);
+        if (d == NULL) {
+            return -1;
+        }
+        unrelated.push_back(d);
+    }
     for (size_t k = 0; k < count; k++) {
         const char *name = binary_names[k];
         PyObject *ufunc = get_ufunc(numpy, name);
@@ -218,8 +276,15 @@ register_promoters(PyObject *numpy, const char *const *binary_names, size_t coun
             }
             return -1;
         }
-        int r = register_binary_promoters(ufunc, ((PyUFuncObject *)ufunc)->nout, bf16_promoter,
-                                          others);
+        int nout = ((PyUFuncObject *)ufunc)->nout;
+        int r = register_binary_promoters(ufunc, nout, bf16_promoter, others);
+        if (r == 0) {
+            r = register_binary_promoters(ufunc, nout, no_loop_promoter, unrelated);
+        }
+        if (r == 0 && strncmp(name, "logical_", 8) == 0) {
+            PyArray_DTypeMeta *t[3] = {NULL, NPY_DTYPE(bf16_descr), NULL};
+            r = add_promoter(ufunc, t, 3, logical_reduce_promoter);
+        }
         Py_DECREF(ufunc);
         if (r < 0) {
             return -1;
