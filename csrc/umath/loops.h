@@ -389,49 +389,47 @@ template <class Tier, class Op>
 uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
                            npy_intp n);
 
+template <class Tier, bool IsMax>
+void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
+                      uint16_t *any_snan);
+template <class Tier, class Op>
+uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
+                           npy_intp n);
+template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
+
+/* Return twin<Tier MORE>(args) for the tier in force, else portable(args); `more` is a
+ * parenthesised tail of template arguments, e.g. (, IsMax), or (). */
+#define BF16_UNPAREN_(...) __VA_ARGS__
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define BF16_ORDER_DISPATCH(twin, more, portable, ...)                                         \
+    do {                                                                                       \
+        if (loop_tier >= BF16_TIER_AVX512) return twin<TierAvx512 BF16_UNPAREN_ more>(__VA_ARGS__); \
+        if (loop_tier >= BF16_TIER_AVX2) return twin<TierAvx2 BF16_UNPAREN_ more>(__VA_ARGS__); \
+        return portable(__VA_ARGS__);                                                          \
+    } while (0)
+#else
+#define BF16_ORDER_DISPATCH(twin, more, portable, ...) return portable(__VA_ARGS__)
+#endif
+
 template <bool IsMax>
 static void minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
                         uint16_t *any_snan)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    if (loop_tier >= BF16_TIER_AVX512) {
-        return twin_minmax_scan<TierAvx512, IsMax>(in, n, best, any_nan, any_snan);
-    }
-    if (loop_tier >= BF16_TIER_AVX2) {
-        return twin_minmax_scan<TierAvx2, IsMax>(in, n, best, any_nan, any_snan);
-    }
-#endif
-    portable_order::minmax_scan<IsMax>(in, n, best, any_nan, any_snan);
+    BF16_ORDER_DISPATCH(twin_minmax_scan, (, IsMax), portable_order::minmax_scan<IsMax>, in, n,
+                        best, any_nan, any_snan);
 }
-
-template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
 
 static inline void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    if (loop_tier >= BF16_TIER_AVX512) {
-        return twin_clip_keys<TierAvx512>(x, lo, hi, o, n);
-    }
-    if (loop_tier >= BF16_TIER_AVX2) {
-        return twin_clip_keys<TierAvx2>(x, lo, hi, o, n);
-    }
-#endif
-    portable_order::clip_keys(x, lo, hi, o, n);
+    BF16_ORDER_DISPATCH(twin_clip_keys, (), portable_order::clip_keys, x, lo, hi, o, n);
 }
 
 template <class Op>
 static uint16_t compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
                              npy_intp n)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    if (loop_tier >= BF16_TIER_AVX512) {
-        return twin_compare_keys<TierAvx512, Op>(arr, ks, scalar_first, o, n);
-    }
-    if (loop_tier >= BF16_TIER_AVX2) {
-        return twin_compare_keys<TierAvx2, Op>(arr, ks, scalar_first, o, n);
-    }
-#endif
-    return portable_order::compare_keys<Op>(arr, ks, scalar_first, o, n);
+    BF16_ORDER_DISPATCH(twin_compare_keys, (, Op), portable_order::compare_keys<Op>, arr, ks,
+                        scalar_first, o, n);
 }
 
 /*

@@ -355,34 +355,9 @@ void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
     compare_contig<Op>(a + 2 * i, b + 2 * i, o + i, n - i);
 }
 
-namespace avx2_order {
-#include "umath/order_scan.h"
-}
-
-template <class Tier, bool IsMax>
-void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
-                      uint16_t *any_snan)
-{
-    avx2_order::minmax_scan<IsMax>(in, n, best, any_nan, any_snan);
-}
-template void twin_minmax_scan<TierAvx2, true>(const char *, npy_intp, int16_t *, uint16_t *,
-                                           uint16_t *);
-template void twin_minmax_scan<TierAvx2, false>(const char *, npy_intp, int16_t *, uint16_t *,
-                                            uint16_t *);
-
-template <class Tier>
-void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
-{
-    avx2_order::clip_keys(x, lo, hi, o, n);
-}
-template void twin_clip_keys<TierAvx2>(const char *, bf16_t, bf16_t, char *, npy_intp);
-
-template <class Tier, class Op>
-uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
-                           npy_intp n)
-{
-    return avx2_order::compare_keys<Op>(arr, ks, scalar_first, o, n);
-}
+#define BF16_ORDER_TIER TierAvx2
+#include "umath/order_twins.h"
+#undef BF16_ORDER_TIER
 
 #define INSTANTIATE_BINARY_(T, Op)                                                             \
     template int twin_binary<T, Op>(const char *, const char *, char *, npy_intp);             \

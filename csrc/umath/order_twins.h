@@ -1,0 +1,34 @@
+/*
+ * umath/order_twins.h - the per-tier entry points of the order kernels (see loops.h). No include
+ * guard: loops_<tier>.cpp includes it once, under its target options, with BF16_ORDER_TIER set to
+ * its tier tag; the scans themselves are umath/order_scan.h, compiled here for that tier.
+ * twin_compare_keys is instantiated with the tier's comparison twins (INSTANTIATE_COMPARE_).
+ */
+namespace tier_order {
+#include "umath/order_scan.h"
+}
+
+template <class Tier, bool IsMax>
+void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
+                      uint16_t *any_snan)
+{
+    tier_order::minmax_scan<IsMax>(in, n, best, any_nan, any_snan);
+}
+template void twin_minmax_scan<BF16_ORDER_TIER, true>(const char *, npy_intp, int16_t *,
+                                                      uint16_t *, uint16_t *);
+template void twin_minmax_scan<BF16_ORDER_TIER, false>(const char *, npy_intp, int16_t *,
+                                                       uint16_t *, uint16_t *);
+
+template <class Tier>
+void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
+{
+    tier_order::clip_keys(x, lo, hi, o, n);
+}
+template void twin_clip_keys<BF16_ORDER_TIER>(const char *, bf16_t, bf16_t, char *, npy_intp);
+
+template <class Tier, class Op>
+uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
+                           npy_intp n)
+{
+    return tier_order::compare_keys<Op>(arr, ks, scalar_first, o, n);
+}
