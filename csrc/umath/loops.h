@@ -377,17 +377,12 @@ BF16_ORDERING_(Greater, a > b)
 BF16_ORDERING_(GreaterEqual, a >= b)
 #undef BF16_ORDERING_
 
-/* The scans of minmax_reduce and compare_scalar_contig: umath/order_scan.h, compiled once per
- * tier (loops_<tier>.cpp includes it under its target options) and portably here. */
+/* The scans of minmax_reduce, compare_scalar_contig and clip: umath/order_scan.h, compiled once
+ * per tier (loops_<tier>.cpp includes it through order_twins.h, under its target options) and
+ * portably here. */
 namespace portable_order {
 #include "umath/order_scan.h"
 }
-template <class Tier, bool IsMax>
-void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
-                      uint16_t *any_snan);
-template <class Tier, class Op>
-uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
-                           npy_intp n);
 
 template <class Tier, bool IsMax>
 void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
