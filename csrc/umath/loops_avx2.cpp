@@ -102,6 +102,15 @@ const int NEAR = 16;
 
 inline __m256 c(float v) { return _mm256_set1_ps(v); }
 inline __m256 fmadd(__m256 a, __m256 b, __m256 d) { return _mm256_fmadd_ps(a, b, d); }
+/* The polynomial with coefficients k0 (highest degree) ... kn in x, by Horner's rule: the FMA
+ * chain the approximations are written (and verified) with. */
+template <class... K>
+inline __m256 horner(__m256 x, float k0, K... ks)
+{
+    __m256 p = c(k0);
+    ((p = fmadd(p, x, c(ks))), ...);
+    return p;
+}
 
 inline __m256 between(__m256 x, float lo, float hi)
 {
@@ -126,12 +135,8 @@ inline __m256 exp_core(__m256 x)
     __m256 n = _mm256_sub_ps(fmadd(x, c(1.44269504088896341f), shift), shift);
     __m256 r = fmadd(n, c(-0.693359375f), x);
     r = fmadd(n, c(2.12194440e-4f), r);
-    __m256 p = c(0.008375135250389576f);
-    p = fmadd(p, r, c(0.04191756621003151f));
-    p = fmadd(p, r, c(0.16666415333747864f));
-    p = fmadd(p, r, c(0.4999886751174927f));
-    p = fmadd(p, r, c(1.0f));
-    p = fmadd(p, r, c(1.0000001192092896f));
+    __m256 p = horner(r, 0.008375135250389576f, 0.04191756621003151f, 0.16666415333747864f,
+                      0.4999886751174927f, 1.0f, 1.0000001192092896f);
     return pow2_split(p, n);
 }
 
@@ -159,15 +164,9 @@ template <> struct V<Log> {
         m = _mm256_blendv_ps(m, _mm256_mul_ps(m, c(0.5f)), big);
         __m256 ef = _mm256_add_ps(_mm256_cvtepi32_ps(e), _mm256_and_ps(big, c(1.0f)));
         __m256 fr = _mm256_sub_ps(m, c(1.0f));
-        __m256 g = c(0.05425942689180374f);
-        g = fmadd(g, fr, c(-0.12091521173715591f));
-        g = fmadd(g, fr, c(0.14996832609176636f));
-        g = fmadd(g, fr, c(-0.1682281345129013f));
-        g = fmadd(g, fr, c(0.19975553452968597f));
-        g = fmadd(g, fr, c(-0.24993263185024261f));
-        g = fmadd(g, fr, c(0.3333360254764557f));
-        g = fmadd(g, fr, c(-0.5000006556510925f));
-        g = fmadd(g, fr, c(1.0f));
+        __m256 g = horner(fr, 0.05425942689180374f, -0.12091521173715591f, 0.14996832609176636f,
+                          -0.1682281345129013f, 0.19975553452968597f, -0.24993263185024261f,
+                          0.3333360254764557f, -0.5000006556510925f, 1.0f);
         __m256 lo = fmadd(ef, c(-2.12194440e-4f), _mm256_mul_ps(fr, g));
         return fmadd(ef, c(0.693359375f), lo);
     }
@@ -185,13 +184,8 @@ template <> struct V<Tanh> {
         ax = _mm256_and_ps(*clean, ax);
         __m256 as = _mm256_min_ps(ax, c(0.5f));
         __m256 z = _mm256_mul_ps(as, as);
-        __m256 p = c(-929569.0f / 638512875);
-        p = fmadd(p, z, c(21844.0f / 6081075));
-        p = fmadd(p, z, c(-1382.0f / 155925));
-        p = fmadd(p, z, c(62.0f / 2835));
-        p = fmadd(p, z, c(-17.0f / 315));
-        p = fmadd(p, z, c(2.0f / 15));
-        p = fmadd(p, z, c(-1.0f / 3));
+        __m256 p = horner(z, -929569.0f / 638512875, 21844.0f / 6081075, -1382.0f / 155925,
+                          62.0f / 2835, -17.0f / 315, 2.0f / 15, -1.0f / 3);
         __m256 small = fmadd(_mm256_mul_ps(p, z), as, as);
         __m256 e2 = exp_core(_mm256_min_ps(_mm256_add_ps(ax, ax), c(40.0f)));
         __m256 big = _mm256_sub_ps(c(1.0f), _mm256_div_ps(c(2.0f), _mm256_add_ps(e2, c(1.0f))));

@@ -173,6 +173,15 @@ const int NEAR = 16;
 
 inline __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 inline __m512 c(float v) { return _mm512_set1_ps(v); }
+/* The polynomial with coefficients k0 (highest degree) ... kn in x, by Horner's rule: the FMA
+ * chain the approximations are written (and verified) with. */
+template <class... K>
+inline __m512 horner(__m512 x, float k0, K... ks)
+{
+    __m512 p = c(k0);
+    ((p = fmadd(p, x, c(ks))), ...);
+    return p;
+}
 
 inline __mmask16 between(__m512 x, float lo, float hi)
 {
@@ -242,15 +251,9 @@ inline void log_parts(__m512 x, __m512 *e, __m512 *log1p_f)
     __m512 ex = _mm512_getexp_ps(x);
     *e = _mm512_mask_add_ps(ex, _mm512_cmp_ps_mask(m, c(1.0f), _CMP_LT_OQ), ex, c(1.0f));
     __m512 fr = _mm512_sub_ps(m, c(1.0f));
-    __m512 g = c(0.05425942689180374f);
-    g = fmadd(g, fr, c(-0.12091521173715591f));
-    g = fmadd(g, fr, c(0.14996832609176636f));
-    g = fmadd(g, fr, c(-0.1682281345129013f));
-    g = fmadd(g, fr, c(0.19975553452968597f));
-    g = fmadd(g, fr, c(-0.24993263185024261f));
-    g = fmadd(g, fr, c(0.3333360254764557f));
-    g = fmadd(g, fr, c(-0.5000006556510925f));
-    g = fmadd(g, fr, c(1.0f));
+    __m512 g = horner(fr, 0.05425942689180374f, -0.12091521173715591f, 0.14996832609176636f,
+                      -0.1682281345129013f, 0.19975553452968597f, -0.24993263185024261f,
+                      0.3333360254764557f, -0.5000006556510925f, 1.0f);
     *log1p_f = _mm512_mul_ps(fr, g);
 }
 
@@ -278,14 +281,9 @@ template <> struct V<Log> {
         __m512 ex = _mm512_maskz_getexp_ps(*clean, x);
         __m512 e = _mm512_mask_add_ps(ex, _mm512_cmp_ps_mask(m, c(1.0f), _CMP_LT_OQ), ex, c(1.0f));
         __m512 fr = _mm512_sub_ps(m, c(1.0f));
-        __m512 g = c(-0.0686533972620964f);
-        g = fmadd(g, fr, c(0.1425110399723053f));
-        g = fmadd(g, fr, c(-0.17334404587745667f));
-        g = fmadd(g, fr, c(0.20085671544075012f));
-        g = fmadd(g, fr, c(-0.2497885376214981f));
-        g = fmadd(g, fr, c(0.3333093523979187f));
-        g = fmadd(g, fr, c(-0.5000017285346985f));
-        g = fmadd(g, fr, c(1.0f));
+        __m512 g = horner(fr, -0.0686533972620964f, 0.1425110399723053f, -0.17334404587745667f,
+                          0.20085671544075012f, -0.2497885376214981f, 0.3333093523979187f,
+                          -0.5000017285346985f, 1.0f);
         /* ln 2 rounded to float32 is 2.8e-9 off relative, 0.05 ulp of e ln 2 */
         return fmadd(e, c(0.693147180559945309f), _mm512_mul_ps(fr, g));
     }
@@ -311,11 +309,8 @@ inline __m512 expm1_core(__m512 t)
     __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
     __m512 r = fmadd(n, c(-0.693359375f), t);
     r = fmadd(n, c(2.12194440e-4f), r);
-    __m512 q = c(0.0013933650916442275f);
-    q = fmadd(q, r, c(0.008363179862499237f));
-    q = fmadd(q, r, c(0.04166646674275398f));
-    q = fmadd(q, r, c(0.16666576266288757f));
-    q = fmadd(q, r, c(0.5f));
+    __m512 q = horner(r, 0.0013933650916442275f, 0.008363179862499237f, 0.04166646674275398f,
+                      0.16666576266288757f, 0.5f);
     __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
     __m512 scaled = _mm512_sub_ps(_mm512_scalef_ps(_mm512_add_ps(em, c(1.0f)), n), c(1.0f));
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_EQ_OQ), scaled,
