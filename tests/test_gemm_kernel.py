@@ -130,6 +130,21 @@ def test_skinny_within_bound(rng, n, k):
     assert np.array_equal(f32_bits(r32t), f32_bits(r32.T))
 
 
+@pytest.mark.parametrize("n", [1, 3, 8, 9, 13, 16])
+@pytest.mark.parametrize("k", [15, 16, 31, 32, 33, 64, 95, 1000])
+@pytest.mark.parametrize("m", [37, 16])
+def test_v_packing_layouts_same_bits(rng, m, n, k):
+    """V with contiguous rows is packed by the vector packer (complete k blocks, groups of eight
+    columns), a strided V element by element: the same floats, so the same bits; and an m x n
+    result with m == n (a square skinny product) runs the GEMV path within the bound."""
+    w, W = make(rng, (m, k))
+    v, V = make(rng, (k, n))
+    r32 = bd.matmul(w, v, out_dtype=np.float32)
+    check_bound(r32, W, V)
+    r32s = bd.matmul(w, laid_out(v, "s"), out_dtype=np.float32)
+    assert np.array_equal(f32_bits(r32s), f32_bits(r32))
+
+
 @pytest.mark.parametrize("n", [1, 3, 4])
 def test_gemv_matrix_contiguous_along_output(rng, n):
     w, W = make(rng, (500, 301))

@@ -311,7 +311,7 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
     /* Matrix-vector products: stream the big operand once. */
     int la = gemv_layout(&p->a), lb = gemv_layout(&(bg_view){p->b.p, p->b.cs, p->b.rs});
     /* (a 1 x 1 product, a dot product, takes the GEMV path: the GEMM would pad it to a block) */
-    if (gemv_fits(la, p->N) && (p->M > p->N || (p->M == 1 && p->N == 1))) {
+    if (gemv_fits(la, p->N) && p->M >= p->N) {
         pl->path = la;
     } else if (gemv_fits(lb, p->M) && p->N > p->M) {
         transpose_problem(p);
@@ -323,9 +323,11 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
         pl->kpad = round_up(p->K, kt->gemv_ku);
         int64_t vfloats = pl->path == PATH_GEMV_ROWS ? pl->kpad * n : p->K * n;
         pl->ws_v = round_up(vfloats * 4, BG_ALIGN);
-        double bytes = 2.0 * (double)p->M * (double)p->K;
-        int64_t t = bytes < BG_GEMV_MT_BYTES ? 1 : nthreads;
-        t = min64(t, ceil_div(p->M, 64));
+        /* threads when the matrix is large or, with several columns, the arithmetic is; at
+         * least 16 rows each (one AVX-512 row panel) */
+        double bytes = 2.0 * (double)p->M * (double)p->K, flops = bytes * (double)n;
+        int64_t t = bytes < BG_GEMV_MT_BYTES && flops < BG_GEMM_MT_FLOPS ? 1 : nthreads;
+        t = min64(t, ceil_div(p->M, 16));
         pl->nthreads = (int)max64(t, 1);
         pl->chunk = round_up(ceil_div(p->M, pl->nthreads), 8);
         pl->nthreads = (int)ceil_div(p->M, pl->chunk);
@@ -425,8 +427,16 @@ static void pack_vector(const bg_problem *p, const bg_plan *pl, int ku, float *v
     int64_t K = p->K, n = p->N;
     if (pl->path == PATH_GEMV_ROWS) { /* ku-k blocks, columns interleaved, even k then odd k */
         const int half = ku / 2;
+        int64_t vec_blocks = 0, vec_cols = 0; /* the part the vector packer did */
+#ifdef BG_HAVE_X86
+        if (bf16_cpu_tier() >= BF16_TIER_AVX2 && p->b.cs == 2 && n >= 8) {
+            vec_blocks = K / ku;
+            vec_cols = n / 8 * 8;
+            bg_pack_v_rows_avx2(&p->b, vec_blocks, n, vec_cols, ku, v);
+        }
+#endif
         for (int64_t k0 = 0; k0 < pl->kpad; k0 += ku)
-            for (int64_t j = 0; j < n; j++) {
+            for (int64_t j = k0 / ku < vec_blocks ? vec_cols : 0; j < n; j++) {
                 float *d = v + ((k0 / ku) * n + j) * ku;
                 for (int l = 0; l < ku; l++) {
                     int64_t k = k0 + (l < half ? 2 * l : 2 * (l - half) + 1);

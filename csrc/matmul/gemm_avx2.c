@@ -324,6 +324,27 @@ BG_TARGET void bg_write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, cons
  * Packing with widening
  * ---------------------------------------------------------------------------------------------- */
 
+/* The complete ku-k blocks (k0 + ku <= K) of the GEMV V packing (kernel.h, bg_gemv_rows_fn), for
+ * the columns [0, n8) (n8 a multiple of 8) of a V whose rows are contiguous (cs == 2): eight rows
+ * of the same parity are widened and transposed at a time, giving eight consecutive slots of
+ * eight columns. The caller packs the other columns and the partial last block element by
+ * element; both give the same floats (test_matmul_gemv.py::test_v_packing_layouts_same_bits). */
+BG_TARGET void bg_pack_v_rows_avx2(const bg_view *b, int64_t nblocks, int64_t n, int64_t n8, int ku, float *v)
+{
+    const int half = ku / 2;
+    for (int64_t t = 0; t < nblocks; t++) {
+        float *d = v + t * n * ku;
+        for (int64_t j = 0; j < n8; j += 8)
+            for (int l0 = 0; l0 < ku; l0 += 8) { /* slots l0..l0+7 of columns j..j+7 */
+                int64_t k = t * ku + (l0 < half ? 2 * l0 : 2 * (l0 - half) + 1);
+                __m256 r[8];
+                for (int q = 0; q < 8; q++) r[q] = widen8(b->p + (k + 2 * q) * b->rs + j * 2);
+                transpose8(r);
+                for (int q = 0; q < 8; q++) _mm256_storeu_ps(d + (j + q) * ku + l0, r[q]);
+            }
+    }
+}
+
 BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
 {
     if (a->cs != 2) { /* K not contiguous: the generic packer (rows of A are read with stride) */

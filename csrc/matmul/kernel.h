@@ -95,6 +95,8 @@ void bg_write_block_generic(const bg_out *c, int64_t i0, int64_t j0, const float
 /* AVX2 pieces the AVX-512 kernel reuses (AVX-512 CPUs have AVX2): gemm_avx2.c. */
 void bg_write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                          int64_t mr, int64_t nr);
+/* GEMV V packing of complete blocks, V rows contiguous (gemm.c pack_vector) */
+void bg_pack_v_rows_avx2(const bg_view *b, int64_t nblocks, int64_t n, int64_t n8, int ku, float *v);
 void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                        int64_t n, const bg_out *c);
 #endif
