@@ -310,8 +310,10 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
 
     /* Matrix-vector products: stream the big operand once. */
     int la = gemv_layout(&p->a), lb = gemv_layout(&(bg_view){p->b.p, p->b.cs, p->b.rs});
-    /* (a 1 x 1 product, a dot product, takes the GEMV path: the GEMM would pad it to a block) */
-    if (gemv_fits(la, p->N) && p->M >= p->N) {
+    /* (a square skinny product, M == N <= 16, only with a long k: with a short one the GEMM's
+     * register block beats the GEMV's per-output lane sums; a 1 x 1 product, a dot product,
+     * always: the GEMM would pad it to a block) */
+    if (gemv_fits(la, p->N) && (p->M > p->N || (p->M == p->N && (p->K >= 128 || p->N == 1)))) {
         pl->path = la;
     } else if (gemv_fits(lb, p->M) && p->N > p->M) {
         transpose_problem(p);
