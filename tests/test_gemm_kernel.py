@@ -135,8 +135,8 @@ def test_skinny_within_bound(rng, n, k):
 @pytest.mark.parametrize("m", [37, 16])
 def test_v_packing_layouts_same_bits(rng, m, n, k):
     """V with contiguous rows is packed by the vector packer (complete k blocks, groups of eight
-    columns), a strided V element by element: the same floats, so the same bits; and an m x n
-    result with m == n (a square skinny product) runs the GEMV path within the bound."""
+    columns), a strided V element by element: the same floats, so the same bits; a square skinny
+    product (m == n, the GEMV path from k = 128, the GEMM below) is within the bound."""
     w, W = make(rng, (m, k))
     v, V = make(rng, (k, n))
     r32 = bd.matmul(w, v, out_dtype=np.float32)
