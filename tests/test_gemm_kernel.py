@@ -145,6 +145,42 @@ def test_v_packing_layouts_same_bits(rng, m, n, k):
     assert np.array_equal(f32_bits(r32s), f32_bits(r32))
 
 
+def gemv_lane_order(W32, V32, ku):
+    """The documented GEMV sum (csrc/matmul/kernel.h) emulated in float32: ku/2 lane sums, lane l
+    taking the k with (k mod ku) >> 1 == l in increasing k (products of bfloat16 values are exact
+    in float32, so each FMA is a float32 addition), then the lanes folded in halves."""
+    m, k = W32.shape
+    kpad = -(-k // ku) * ku
+    W = np.zeros((m, kpad), np.float32)
+    W[:, :k] = W32
+    V = np.zeros((kpad, V32.shape[1]), np.float32)
+    V[:k] = V32
+    lanes = np.zeros((m, ku // 2, V.shape[1]), np.float32)
+    for t in range(0, kpad, ku):
+        for parity in (0, 1):
+            ks = t + 2 * np.arange(ku // 2) + parity
+            lanes += W[:, ks, None] * V[None, ks, :]  # exact products, float32 additions
+    while lanes.shape[1] > 1:
+        half = lanes.shape[1] // 2
+        lanes = lanes[:, :half] + lanes[:, half:]
+    return lanes[:, 0]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13, 16])
+@pytest.mark.parametrize("k", [1, 31, 33, 700, 2100])
+def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
+    """W @ V on the k-contiguous GEMV path gives exactly the documented order's float32 bits (16
+    lanes of 32 k at the avx512 tier, 8 lanes of 16 k below), whatever the chunking."""
+    w, W = make(rng, (40, k))
+    v, V = make(rng, (k, n))
+    ku = 32 if bd._ext._gemm_kernel.startswith("avx512") else 16
+    expected = gemv_lane_order(W.astype(np.float32), V.astype(np.float32), ku)
+    for threads in (1, 3):
+        with bd.num_threads(threads):
+            r32 = bd.matmul(w, v, out_dtype=np.float32)
+        assert np.array_equal(f32_bits(r32), f32_bits(expected)), (n, k, threads)
+
+
 @pytest.mark.parametrize("n", [1, 3, 4])
 def test_gemv_matrix_contiguous_along_output(rng, n):
     w, W = make(rng, (500, 301))

@@ -6,7 +6,7 @@
  *
  * Summation order (see kernel.h): GEMM elements add exact products in increasing k in blocks of KC;
  * GEMV outputs keep 16 lane sums (lane l takes the k with (k mod 32) >> 1 == l) combined by
- * bg_hsum16. Both are fixed per kernel, so results do not depend on the thread count; they may
+ * hsum16_many. Both are fixed per kernel, so results do not depend on the thread count; they may
  * differ in the last bits from the avx2/baseline tiers (another KC, another lane count).
  */
 #include "kernel.h"
@@ -232,6 +232,30 @@ BG_INLINE void rows_tile(const unsigned char *const *rows, int R, const float *v
         for (int j = 0; j < C; j++) _mm512_store_ps(acc + r * ldacc + j * 16, s[r][j]);
 }
 
+/* The lane sums of the cnt (<= 16) accumulators acc + 16 j: lane j of the result is
+ * the fold of kernel.h (upper half of the remaining lanes onto the lower half, 16 -> 8 -> 4 -> 2 -> 1)
+ * of acc + 16 j, for 16 accumulators at once (the others read as zero): the same pairs of lanes
+ * are added in the same order as one accumulator at a time
+ * (tests/test_gemm_kernel.py::test_gemv_sums_in_the_documented_lane_order). */
+BG_INLINE __m512 hsum16_many(const float *acc, int cnt)
+{
+    __m512 v[16], w[8], x[4], y[2];
+    for (int j = 0; j < 16; j++) v[j] = j < cnt ? _mm512_load_ps(acc + 16 * j) : _mm512_setzero_ps();
+    for (int j = 0; j < 8; j++) /* 128-bit quarters: lanes 0-7 of acc 2j + lanes 8-15, same for 2j+1 */
+        w[j] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0x44),
+                             _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0xEE));
+    for (int j = 0; j < 4; j++) /* quarter q of x[j]: 4 lanes of acc 4j + q */
+        x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
+                             _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xDD));
+    for (int j = 0; j < 2; j++) /* quarter q of y[j]: 2 lanes of acc 8j + q, then of 8j + 4 + q */
+        y[j] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0x44),
+                             _mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0xEE));
+    /* lane 4q + m: the sum of acc 4m + q; lane j takes it from 4 (j mod 4) + j / 4 */
+    __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(idx, z);
+}
+
 typedef void (*rows_tile_fn)(const unsigned char *const *, const float *, int64_t, int64_t, float *, int64_t, int);
 #define BG_RT(R, C)                                                                                 \
     BG_TARGET static void rows_tile_##R##x##C(const unsigned char *const *rows, const float *v,     \
@@ -297,8 +321,11 @@ BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1,
                 }
             }
         }
-        for (int64_t r = 0; r < pn; r++)
-            for (int64_t j = 0; j < n; j++) bg_store(c, p0 + r, j, bg_hsum16(accbuf + r * ld + j * 16));
+        for (int64_t r = 0; r < pn; r++) {
+            float sums[16] __attribute__((aligned(64)));
+            _mm512_store_ps(sums, hsum16_many(accbuf + r * ld, (int)n));
+            bg_write_block_avx2(c, p0 + r, 0, sums, 16, 1, n);
+        }
     }
 }
 

@@ -58,12 +58,4 @@ static inline float bg_hsum8(const float *l)
     return t0 + t1;
 }
 
-/* Horizontal sum of 16 lanes: lanes l and l + 8 first, then bg_hsum8 (the AVX-512 GEMV order). */
-static inline float bg_hsum16(const float *l)
-{
-    float h[8];
-    for (int i = 0; i < 8; i++) h[i] = l[i] + l[i + 8];
-    return bg_hsum8(h);
-}
-
 #endif /* BF16_GEMM_INTERNAL_H */

@@ -44,7 +44,8 @@ typedef void (*bg_pack_b_fn)(const bg_view *b, int64_t p0, int64_t kc, int64_t j
  * V is float32, zero padded to kpad = K rounded up to KU = the kernel's gemv_ku (16 or 32), packed
  * by KU-k blocks: block t of column j is the KU floats vt + (t*n + j)*KU = V[KU t + 0, 2, ..., KU-2,
  * 1, 3, ..., KU-1][j] (even k first). Each output is KU/2 lane sums (lane l takes the k with
- * (k mod KU) >> 1 == l, in increasing k, padding included) combined by bg_hsum8 / bg_hsum16.
+ * (k mod KU) >> 1 == l, in increasing k, padding included), combined by folding the upper half of
+ * the lanes onto the lower half until one is left (lanes l and l + KU/4 first; bg_hsum8 for 8 lanes).
  */
 typedef void (*bg_gemv_rows_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                 int64_t kpad, int64_t n, const bg_out *c);
