@@ -1,6 +1,6 @@
 """Concurrency: Python threads running ufuncs, reductions, sorts, casts, parsing and matmul on
-shared inputs while the matmul thread count changes give the same bits as a single-threaded
-run; fork() after the matmul pool has started leaves a child that computes correctly."""
+shared inputs (matmuls of several workspace sizes, which hand the kept workspace from call to
+call) while the matmul thread count changes give the same bits as a single-threaded run; fork() after the matmul pool has started leaves a child that computes correctly."""
 from __future__ import annotations
 
 import os
@@ -22,6 +22,8 @@ A = rng.standard_normal((96, 200)).astype(bfloat16)
 B = rng.standard_normal((200, 72)).astype(bfloat16)
 V = rng.standard_normal(200).astype(bfloat16)
 W = rng.standard_normal((256, 384)).astype(bfloat16)
+WK = rng.standard_normal((48, 3000)).astype(bfloat16)   # GEMV with a heap workspace (packed V)
+VK = rng.standard_normal((3000, 12)).astype(bfloat16)
 X = rng.standard_normal(20000).astype(bfloat16)
 Y = (rng.standard_normal(20000) * 3).astype(bfloat16)
 TEXT = " ".join(f"{v:.6g}" for v in rng.standard_normal(3000))
@@ -47,6 +49,9 @@ def jobs():
         "matvec": lambda: A @ V,
         "matmul_f32": lambda: bd.matmul(A, B, out_dtype=np.float32),
         "big_matmul": lambda: W @ W.T,
+        # another workspace size: calls of different sizes pass the kept workspace between them
+        "tall_matmul": lambda: W.T @ W,
+        "skinny": lambda: WK @ VK,
     }
 
 
