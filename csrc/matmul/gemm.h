@@ -38,7 +38,8 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
 int bf16_gemm_get_num_threads(void);
 /* n >= 1 (smaller values are ignored); stored atomically */
 void bf16_gemm_set_num_threads(int n);
-/* upper bound of the extra (heap) memory one call with these arguments allocates, in bytes */
+/* upper bound of the extra (heap) memory one call with these arguments allocates, in bytes (the
+ * last block, if at most 64 MiB, is kept for the next call) */
 int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads);
 /* which kernel runtime dispatch chose, starting with its tier: "avx512: ...", "avx2: ...", "baseline: ..." */
 const char *bf16_gemm_kernel_name(void);
