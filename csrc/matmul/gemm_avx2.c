@@ -502,6 +502,25 @@ static const rows_tile_fn rows_tiles[4][6] = {
 };
 
 
+/* The lane sums of the cnt (<= 8) accumulators acc + 8 j: lane j of the result is bg_hsum8(acc + 8 j)
+ * bit for bit, for 8 accumulators at once (the others read as zero): each level folds the upper
+ * half of every accumulator's remaining lanes onto its lower half (8 -> 4 -> 2 -> 1), the pairs
+ * bg_hsum8 adds (tests/test_gemm_kernel.py::test_gemv_sums_in_the_documented_lane_order). */
+BG_INLINE __m256 hsum8_many(const float *acc, int cnt)
+{
+    __m256 v[8], w[4], x[2];
+    for (int j = 0; j < 8; j++) v[j] = j < cnt ? _mm256_load_ps(acc + 8 * j) : _mm256_setzero_ps();
+    for (int j = 0; j < 4; j++) /* 128-bit halves: 4 lanes of acc 2j, then of 2j + 1 */
+        w[j] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x20),
+                             _mm256_permute2f128_ps(v[2 * j], v[2 * j + 1], 0x31));
+    for (int j = 0; j < 2; j++) /* half h of x[j]: 2 lanes of acc 4j + h, then of 4j + 2 + h */
+        x[j] = _mm256_add_ps(_mm256_shuffle_ps(w[2 * j], w[2 * j + 1], 0x44),
+                             _mm256_shuffle_ps(w[2 * j], w[2 * j + 1], 0xEE));
+    /* lane 4h + m: the sum of acc 2m + h; lane j takes it from 4 (j mod 2) + j / 2 */
+    __m256 z = _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x88), _mm256_shuffle_ps(x[0], x[1], 0xDD));
+    return _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                      int64_t kpad, int64_t n, const bg_out *c)
 {
@@ -547,8 +566,12 @@ BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, i
                 }
             }
         }
-        for (int64_t r = 0; r < pn; r++)
-            for (int64_t j = 0; j < n; j++) bg_store(c, p0 + r, j, bg_hsum8(accbuf + r * ld + j * 8));
+        for (int64_t r = 0; r < pn; r++) {
+            float sums[16] __attribute__((aligned(32)));
+            for (int64_t j = 0; j < n; j += 8)
+                _mm256_store_ps(sums + j, hsum8_many(accbuf + r * ld + j * 8, (int)(n - j < 8 ? n - j : 8)));
+            bg_write_block_avx2(c, p0 + r, 0, sums, 16, 1, n);
+        }
     }
 }
 
