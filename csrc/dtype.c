@@ -207,15 +207,27 @@ bf16_nonzero(void *data, void *arr)
     return !bf16_iszero(h);
 }
 
-/* arange: the first two elements are set; continue the progression computed in float64. */
+/* arange: the first two elements are set; continue the progression computed in float64, in
+ * blocks rounded by the bulk float64 conversion (one rounding each, as f64_to_bf16;
+ * tests/test_dropin.py::test_arange_rounds_the_float64_progression_once). */
 static int
 bf16_fill(void *buffer, npy_intp length, void *NPY_UNUSED(arr))
 {
     char *b = (char *)buffer;
     double start = bf16_to_f64(load_bits(b));
     double delta = bf16_to_f64(load_bits(b + 2)) - start;
-    for (npy_intp i = 2; i < length; i++) {
-        store_bits(b + 2 * i, f64_to_bf16(start + (double)i * delta));
+    double block[256], ramp[256]; /* ramp: 0, 1, 2, ... so the loop below needs no int64
+                                    * conversion, which x86-64's baseline cannot vectorise */
+    for (int j = 0; j < 256; j++) {
+        ramp[j] = (double)j;
+    }
+    for (npy_intp i0 = 2; i0 < length; i0 += 256) {
+        npy_intp n = length - i0 < 256 ? length - i0 : 256;
+        double base = (double)i0; /* base + ramp[j] is the integer i0 + j exactly */
+        for (npy_intp j = 0; j < n; j++) {
+            block[j] = start + (base + ramp[j]) * delta;
+        }
+        bf16_from_f64_array(block, 8, b + 2 * i0, 2, (ptrdiff_t)n, NULL, NULL);
     }
     return 0;
 }

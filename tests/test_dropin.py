@@ -329,3 +329,23 @@ def test_partition_and_median_exhaustive_like_float32():
     finite = shuffled[np.isfinite(f32)]
     assert float(np.median(finite.view(BF16))) == float(
         np.float32(np.median((finite.astype(np.uint32) << 16).view(np.float32))))
+
+
+@pytest.mark.parametrize("start, stop, step", [
+    (0, 70000, 1), (0.1, 300, 0.013), (-5, 5, 2.0**-12), (1e-38, 1e-36, 3e-39),
+    (3e38, 3.4e38, 1e35), (-3.3e38, 3.3e38, 2e36), (2.0**-133, 2.0**-125, 2.0**-133),
+    (1.0, 1.0 + 2.0**-5, 2.0**-13), (7, -9000, -2.5)])
+def test_arange_rounds_the_float64_progression_once(start, stop, step):
+    """np.arange with dtype=bfloat16 (the dtype's fill function: two elements set by numpy,
+    the rest continued from them): element i is v0 + i * (v1 - v0) in float64, rounded once,
+    for every i, with ties, subnormals, lengths beyond one block and overflow to inf."""
+    from test_ufuncs import f64_to_bf16_bits
+    with np.errstate(all="ignore"):
+        got = np.arange(start, stop, step, dtype=bfloat16).view(np.uint16)
+    assert got.size == np.arange(start, stop, step).size
+    v = (got[:2].astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    assert got[0] == f64_to_bf16_bits(np.float64(start))
+    if got.size > 1:
+        assert got[1] == f64_to_bf16_bits(np.float64(start) + step)
+        i = np.arange(got.size, dtype=np.float64)
+        assert np.array_equal(got[2:], f64_to_bf16_bits(v[0] + i * (v[1] - v[0]))[2:])
