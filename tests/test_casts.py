@@ -623,3 +623,45 @@ def test_bf16_to_int_casts_exhaustive_every_tier(tier, tmp_path):
                 if start >= 65536:
                     break
         assert np.array_equal(warned, piece_bad), (tier, name)
+
+
+LENGTHS = [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 65536]
+
+
+def test_copies_and_fills_move_the_bits_like_uint16():
+    """The bfloat16 copy (NumPy's copies, strided views, reversal, fills): every layout moves
+    all 65,536 patterns (signalling NaNs included) exactly as the same operation on a uint16
+    view does, at every tail length, from unaligned memory and across byte orders."""
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    spread = np.repeat(bits, 3)
+    x, xs = bits.view(BF), spread.view(BF)
+    for n in LENGTHS:
+        for view_bits, view in ((bits[:n], x[:n]), (spread[: 3 * n: 3], xs[: 3 * n: 3]),
+                                (spread[: 2 * n: 2], xs[: 2 * n: 2]), (bits[::-1][:n], x[::-1][:n]),
+                                (bits.reshape(256, 256)[:, ::2].ravel()[:n], None)):
+            if view is None:
+                got = x.reshape(256, 256)[:, ::2].copy().view(np.uint16).ravel()[:n]
+            else:
+                got = view.copy().view(np.uint16)
+            assert np.array_equal(got, view_bits), n
+    assert np.array_equal(x.reshape(256, 256).T.copy().view(np.uint16), bits.reshape(256, 256).T)
+    raw = np.zeros(2 * 65536 + 1, np.uint8)
+    unaligned = raw[1:].view(BF)
+    unaligned[:] = x
+    assert np.array_equal(unaligned[::2].copy().view(np.uint16), bits[::2])
+    assert np.array_equal(unaligned[::-1].copy().view(np.uint16), bits[::-1])
+    swapped = x.astype(BF.newbyteorder())
+    assert np.array_equal(swapped.view(np.uint16), bits.byteswap())
+    assert np.array_equal(swapped[::-1].astype(BF).view(np.uint16), bits[::-1])
+    for b in (0x0000, 0x8000, 0x3F80, 0x7F80, 0x7FC0, 0x7F81, 0xFFFF, 0x0001):
+        v = np.uint16(b).view(BF)
+        for n in LENGTHS[:-1]:
+            filled = np.empty(n, BF)
+            filled.fill(v)
+            assert np.array_equal(filled.view(np.uint16), np.full(n, b, np.uint16)), (b, n)
+            full = np.full(2 * n, v, BF)[::2]
+            assert np.array_equal(full.view(np.uint16), np.full(n, b, np.uint16)), (b, n)
+            target = np.zeros(3 * n, BF)
+            target[::3] = v
+            assert np.array_equal(target.view(np.uint16)[::3], np.full(n, b, np.uint16))
+            assert not target.view(np.uint16)[1::3].any()
