@@ -483,3 +483,29 @@ def test_copysign_every_layout():
         buf[:-1] = a
         np.copysign(buf[:-1], b, out=buf[1:])
         assert np.array_equal(bits(buf[1:]), want)
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_every_layout(name):
+    """logical_and/or/xor of every bit pattern against shuffles of every bit pattern equal
+    float32's on the exact widenings (NaN counts as true) in every layout, and a signalling
+    NaN on either side, inside a block, warns as the strided (functor) loop does."""
+    f = getattr(np, name)
+    a, b = A_BITS.view(BF16), B_BITS.view(BF16)
+    with np.errstate(all="ignore"):
+        want = f(exact_f32(A_BITS), exact_f32(B_BITS))
+        assert np.array_equal(f(a, b), want), name
+        assert np.array_equal(f(a[::3], b[::3]), want[::3]), name
+        for n in LENGTHS:
+            assert np.array_equal(f(a[5:5 + n], b[7:7 + n]),
+                                  f(exact_f32(A_BITS[5:5 + n]), exact_f32(B_BITS[7:7 + n]))), n
+    for s in SIGNALLING + [0x7FC0]:
+        for other in (0x0000, 0x8000, 0x3F80, 0x7FC0, 0x7F81):
+            for left in (True, False):
+                x, y = np.full(40, 0.0, BF16), np.full(40, 1.0, BF16)
+                (x if left else y).view(np.uint16)[13] = s
+                (y if left else x).view(np.uint16)[13] = other
+                sx, sy = np.zeros(80, BF16), np.zeros(80, BF16)
+                sx[::2], sy[::2] = x, y
+                assert (warning_kinds(lambda _: f(x, y), None)
+                        == warning_kinds(lambda _: f(sx[::2], sy[::2]), None)), (name, s, other)

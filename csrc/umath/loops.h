@@ -379,6 +379,17 @@ BF16_ORDERING_(Greater, a > b)
 BF16_ORDERING_(GreaterEqual, a >= b)
 #undef BF16_ORDERING_
 
+/* logical_and/or/xor on "is nonzero" (NaN is nonzero), as 0/1 integers */
+template <class Op> struct LogicalBits : std::false_type {};
+#define BF16_LOGICAL_(Op, expr)                                                                \
+    template <> struct LogicalBits<Op> : std::true_type {                                     \
+        static uint16_t f(uint16_t x, uint16_t y) { return expr; }                             \
+    };
+BF16_LOGICAL_(LogicalAnd, x & y)
+BF16_LOGICAL_(LogicalOr, x | y)
+BF16_LOGICAL_(LogicalXor, x ^ y)
+#undef BF16_LOGICAL_
+
 /* The scans of minmax_reduce, compare_scalar_contig and clip: umath/order_scan.h, compiled once
  * per tier (loops_<tier>.cpp includes it through order_twins.h, under its target options) and
  * portably here. */
@@ -395,6 +406,9 @@ uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_b
 template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
 template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n);
 template <class Tier> void twin_copysign(const char *a, const char *b, char *o, npy_intp n);
+template <class Tier, class Op>
+uint16_t twin_logical(const char *a, const char *b, npy_bool *o, npy_intp n);
+#define BF16_LOGICALS(X) X(LogicalAnd) X(LogicalOr) X(LogicalXor)
 /* the functors of predicate_loop, each with a twin in every tier */
 #define BF16_PREDICATES(X) X(Isnan) X(Isinf) X(Isfinite) X(Signbit) X(LogicalNot)
 
@@ -434,6 +448,22 @@ static void predicate_contig(const char *in, npy_bool *o, npy_intp n)
 static inline void copysign_contig(const char *a, const char *b, char *o, npy_intp n)
 {
     BF16_ORDER_DISPATCH(twin_copysign, (), portable_order::copysign_scan, a, b, o, n);
+}
+
+template <class Op>
+static uint16_t logical_scan(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    BF16_ORDER_DISPATCH(twin_logical, (, Op), portable_order::logical_scan<Op>, a, b, o, n);
+}
+
+/* logical_and/or/xor of contiguous runs: the functors' results, and their "invalid" for a
+ * signalling NaN in either operand (their float compares with zero raise it for both) */
+template <class Op>
+static void logical_contig(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    if (logical_scan<Op>(a, b, o, n)) {
+        bf16_raise_invalid();
+    }
 }
 
 template <class Op>
@@ -575,7 +605,12 @@ static void compare_loop(char **args, npy_intp const *dims, npy_intp const *step
     npy_intp n = dims[0];
     char *a = args[0], *b = args[1], *o = args[2];
     if (steps[0] == 2 && steps[1] == 2 && steps[2] == 1) {
-        contiguous_compare<Op>(a, b, (npy_bool *)o, n);
+        if constexpr (LogicalBits<Op>::value) {
+            logical_contig<Op>(a, b, (npy_bool *)o, n);
+        }
+        else {
+            contiguous_compare<Op>(a, b, (npy_bool *)o, n);
+        }
         return;
     }
     if constexpr (Ordering<Op>::value) {

@@ -3,7 +3,7 @@
  * guard: loops_<tier>.cpp includes it once, under its target options, with BF16_ORDER_TIER set to
  * its tier tag; the scans themselves are umath/order_scan.h, compiled here for that tier.
  * twin_compare_keys is instantiated with the tier's comparison twins (INSTANTIATE_COMPARE_),
- * twin_predicate with every predicate functor.
+ * twin_predicate and twin_logical with every predicate and logical functor.
  */
 namespace tier_order {
 #include "umath/order_scan.h"
@@ -48,3 +48,14 @@ template <class Tier> void twin_copysign(const char *a, const char *b, char *o, 
     tier_order::copysign_scan(a, b, o, n);
 }
 template void twin_copysign<BF16_ORDER_TIER>(const char *, const char *, char *, npy_intp);
+
+template <class Tier, class Op>
+uint16_t twin_logical(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    return tier_order::logical_scan<Op>(a, b, o, n);
+}
+#define BF16_INSTANTIATE_LOGICAL_(Op)                                                          \
+    template uint16_t twin_logical<BF16_ORDER_TIER, Op>(const char *, const char *, npy_bool *,  \
+                                                        npy_intp);
+BF16_LOGICALS(BF16_INSTANTIATE_LOGICAL_)
+#undef BF16_INSTANTIATE_LOGICAL_
