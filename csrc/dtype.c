@@ -146,39 +146,39 @@ dot_f32(const char *a, npy_intp sa, const char *b, npy_intp sb, npy_intp n)
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
-/* The contiguous instance, in 8-lane vectors (GCC/Clang vector extensions; the compiler did not
- * vectorise the loop above): lane j is accumulator j, so the additions and their order are the
- * strided instance's and so are the bits (tests/test_linalg.py::
- * test_dot_contiguous_and_strided_same_bits). */
-#if defined(__GNUC__)
-typedef float bf16_v8f __attribute__((vector_size(32)));
-typedef uint32_t bf16_v8u __attribute__((vector_size(32)));
-typedef uint16_t bf16_v8h __attribute__((vector_size(16)));
-
-static inline bf16_v8f
-widen8_bits(const char *p)
-{
-    bf16_v8h h;
-    memcpy(&h, p, sizeof h);
-    bf16_v8u u = __builtin_convertvector(h, bf16_v8u) << 16;
-    bf16_v8f f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* The contiguous instance, in two 4-lane SSE2 vectors (x86-64's baseline; the compiler did not
+ * vectorise the loop above, and kept an 8-lane vector extension in memory, which put a store
+ * and a load on each addition's path): lane j of lo is accumulator j, lane j of hi accumulator
+ * j + 4, so the additions and their order are the strided instance's and so are the bits
+ * (tests/test_linalg.py::test_dot_contiguous_and_strided_same_bits). Products of two bfloat16
+ * are exact in float32; they are not fused into the additions (an overflowing product must
+ * give inf before it is added, as in the strided instance). */
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
 
 static float
 dot_f32_contig(const char *a, const char *b, npy_intp n)
 {
-    bf16_v8f acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    const __m128i zero = _mm_setzero_si128();
+    __m128 lo = _mm_setzero_ps(), hi = _mm_setzero_ps();
     npy_intp i = 0;
     for (; i + 8 <= n; i += 8) {
-        acc += widen8_bits(a + 2 * i) * widen8_bits(b + 2 * i);
+        __m128i x = _mm_loadu_si128((const __m128i *)(a + 2 * i));
+        __m128i y = _mm_loadu_si128((const __m128i *)(b + 2 * i));
+        /* interleaving zeros below each element widens it exactly */
+        lo = _mm_add_ps(lo, _mm_mul_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(zero, x)),
+                                       _mm_castsi128_ps(_mm_unpacklo_epi16(zero, y))));
+        hi = _mm_add_ps(hi, _mm_mul_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(zero, x)),
+                                       _mm_castsi128_ps(_mm_unpackhi_epi16(zero, y))));
     }
     float tail = 0.0f;
     for (; i < n; i++) {
         tail += bf16_to_f32(load_bits(a + 2 * i)) * bf16_to_f32(load_bits(b + 2 * i));
     }
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+    float l[4], h[4];
+    _mm_storeu_ps(l, lo);
+    _mm_storeu_ps(h, hi);
+    return ((l[0] + h[0]) + (l[1] + h[1])) + ((l[2] + h[2]) + (l[3] + h[3])) + tail;
 }
 #else
 static float
@@ -207,15 +207,27 @@ bf16_nonzero(void *data, void *arr)
     return !bf16_iszero(h);
 }
 
-/* arange: the first two elements are set; continue the progression computed in float64. */
+/* arange: the first two elements are set; continue the progression computed in float64, in
+ * blocks rounded by the bulk float64 conversion (one rounding each, as f64_to_bf16;
+ * tests/test_dropin.py::test_arange_rounds_the_float64_progression_once). */
 static int
 bf16_fill(void *buffer, npy_intp length, void *NPY_UNUSED(arr))
 {
     char *b = (char *)buffer;
     double start = bf16_to_f64(load_bits(b));
     double delta = bf16_to_f64(load_bits(b + 2)) - start;
-    for (npy_intp i = 2; i < length; i++) {
-        store_bits(b + 2 * i, f64_to_bf16(start + (double)i * delta));
+    double block[256], ramp[256]; /* ramp: 0, 1, 2, ... so the loop below needs no int64
+                                    * conversion, which x86-64's baseline cannot vectorise */
+    for (int j = 0; j < 256; j++) {
+        ramp[j] = (double)j;
+    }
+    for (npy_intp i0 = 2; i0 < length; i0 += 256) {
+        npy_intp n = length - i0 < 256 ? length - i0 : 256;
+        double base = (double)i0; /* base + ramp[j] is the integer i0 + j exactly */
+        for (npy_intp j = 0; j < n; j++) {
+            block[j] = start + (base + ramp[j]) * delta;
+        }
+        bf16_from_f64_array(block, 8, b + 2 * i0, 2, (ptrdiff_t)n, NULL, NULL);
     }
     return 0;
 }

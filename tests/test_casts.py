@@ -516,3 +516,152 @@ def test_bytes_with_trailing_zeros_parse_in_full():
     arr = np.array([b"10", b"100", b"2.50", b"1e10", b"0"], dtype="S8")
     assert bits_of(arr.astype(bfloat16)).tolist() == [
         fraction_to_bits(Fraction(v)) for v in (10, 100, 2.5, 10**10, 0)]
+
+
+# ---- bfloat16 -> integers at every tier ------------------------------------------------------
+
+_INT_CAST_CHILD = r"""
+import sys, warnings
+import numpy as np
+from bfloat16_dtype import bfloat16, _ext
+bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+x = bits.view(bfloat16)
+lengths = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1000]
+out = {"isa": np.array(_ext._kernels_isa)}
+for name in sys.argv[2:]:
+    t = np.dtype(name)
+    with np.errstate(invalid="ignore"):
+        out[name] = x.astype(t)
+        out[name + "_strided"] = np.repeat(x, 2)[::2].astype(t)
+    # pieces at every tail length, each with the warnings it raised
+    pieces, warned, start = [], [], 0
+    while start < 65536:
+        for n in lengths:
+            stop = min(65536, start + n)
+            with warnings.catch_warnings(record=True) as caught, np.errstate(invalid="warn"):
+                warnings.simplefilter("always")
+                pieces.append(x[start:stop].astype(t))
+            warned.extend([any("invalid" in str(w.message) for w in caught)] * (stop - start))
+            start = stop
+            if start >= 65536:
+                break
+    out[name + "_pieces"] = np.concatenate(pieces)
+    out[name + "_warned"] = np.array(warned)
+np.savez(sys.argv[1], **out)
+"""
+
+
+def _int_cast_reference(t):
+    """The rule of the comment in casts.c, in Python integers: truncation in range; out of
+    range (NaN, inf) the conversion's minimum and "invalid"; int8..int32 through int32."""
+    size, signed = np.dtype(t).itemsize, np.dtype(t).kind == "i"
+    through32 = size < 4 or (size == 4 and signed)
+    values, invalid = [], []
+    for v in exact_f32(np.arange(65536, dtype=np.uint32).astype(np.uint16)).astype(float).tolist():
+        bad = False
+        if through32:
+            if -2.0**31 <= v < 2.0**31:
+                r = int(v)
+            else:
+                r, bad = -2**31, True
+        elif -2.0**63 <= v < 2.0**63 or 0 <= v < 2.0**64:
+            r = int(v)
+        else:
+            bad = True
+            r = 0 if (v > 0 and size == 8 and not signed) else -2**63
+        r %= 2 ** (8 * size)
+        if signed and r >= 2 ** (8 * size - 1):
+            r -= 2 ** (8 * size)
+        values.append(r)
+        invalid.append(bad)
+    return np.array(values, dtype=object).astype(t), np.array(invalid)
+
+
+@pytest.mark.parametrize("tier", ["baseline", "avx2", "avx512"])
+def test_bf16_to_int_casts_exhaustive_every_tier(tier, tmp_path):
+    """All 65,536 bfloat16 values cast to every integer type, at each tier this CPU has (a
+    child interpreter with BFLOAT16_DTYPE_ISA set), whole, strided and in pieces of every tail
+    length: the values of the rule model above, float32's cast wherever |x| < 2^31, and an
+    "invalid" warning exactly for the pieces holding an out-of-range value."""
+    import os
+    import subprocess
+    import sys
+
+    from bfloat16_dtype import _ext
+    from conftest import TESTS_DIR
+
+    tiers = ["baseline", "avx2", "avx512", "avx512bf16"]
+    info = _ext._cpu_info()
+    if tiers.index(tier) > tiers.index(info["detected"]):
+        pytest.skip(f"this CPU lacks the {tier} tier ({info['reason']})")
+    names = [np.dtype(t).name for t in INT_TYPES]
+    dst = tmp_path / "casts.npz"
+    proc = subprocess.run([sys.executable, "-c", _INT_CAST_CHILD, str(dst)] + names,
+                          cwd=TESTS_DIR, env=dict(os.environ, BFLOAT16_DTYPE_ISA=tier),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = np.load(dst)
+    assert str(got["isa"]) == tier
+    small = np.abs(exact_f32(np.arange(65536, dtype=np.uint32).astype(np.uint16))) < 2.0**31
+    for t, name in zip(INT_TYPES, names):
+        want, invalid = _int_cast_reference(t)
+        with np.errstate(invalid="ignore"):
+            f32 = exact_f32(np.arange(65536, dtype=np.uint32).astype(np.uint16)).astype(t)
+        assert np.array_equal(want[small], f32[small]), name  # the model agrees with float32
+        for layout in ("", "_strided", "_pieces"):
+            assert np.array_equal(got[name + layout], want), (tier, name, layout)
+        # each piece warned exactly when it held an out-of-range value
+        warned = got[name + "_warned"]
+        piece_bad = np.zeros(65536, bool)
+        start = 0
+        lengths = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1000]
+        while start < 65536:
+            for n in lengths:
+                stop = min(65536, start + n)
+                piece_bad[start:stop] = invalid[start:stop].any()
+                start = stop
+                if start >= 65536:
+                    break
+        assert np.array_equal(warned, piece_bad), (tier, name)
+
+
+LENGTHS = [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 65536]
+
+
+def test_copies_and_fills_move_the_bits_like_uint16():
+    """The bfloat16 copy (NumPy's copies, strided views, reversal, fills): every layout moves
+    all 65,536 patterns (signalling NaNs included) exactly as the same operation on a uint16
+    view does, at every tail length, from unaligned memory and across byte orders."""
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    spread = np.repeat(bits, 3)
+    x, xs = bits.view(BF), spread.view(BF)
+    for n in LENGTHS:
+        for view_bits, view in ((bits[:n], x[:n]), (spread[: 3 * n: 3], xs[: 3 * n: 3]),
+                                (spread[: 2 * n: 2], xs[: 2 * n: 2]), (bits[::-1][:n], x[::-1][:n]),
+                                (bits.reshape(256, 256)[:, ::2].ravel()[:n], None)):
+            if view is None:
+                got = x.reshape(256, 256)[:, ::2].copy().view(np.uint16).ravel()[:n]
+            else:
+                got = view.copy().view(np.uint16)
+            assert np.array_equal(got, view_bits), n
+    assert np.array_equal(x.reshape(256, 256).T.copy().view(np.uint16), bits.reshape(256, 256).T)
+    raw = np.zeros(2 * 65536 + 1, np.uint8)
+    unaligned = raw[1:].view(BF)
+    unaligned[:] = x
+    assert np.array_equal(unaligned[::2].copy().view(np.uint16), bits[::2])
+    assert np.array_equal(unaligned[::-1].copy().view(np.uint16), bits[::-1])
+    swapped = x.astype(BF.newbyteorder())
+    assert np.array_equal(swapped.view(np.uint16), bits.byteswap())
+    assert np.array_equal(swapped[::-1].astype(BF).view(np.uint16), bits[::-1])
+    for b in (0x0000, 0x8000, 0x3F80, 0x7F80, 0x7FC0, 0x7F81, 0xFFFF, 0x0001):
+        v = np.uint16(b).view(BF)
+        for n in LENGTHS[:-1]:
+            filled = np.empty(n, BF)
+            filled.fill(v)
+            assert np.array_equal(filled.view(np.uint16), np.full(n, b, np.uint16)), (b, n)
+            full = np.full(2 * n, v, BF)[::2]
+            assert np.array_equal(full.view(np.uint16), np.full(n, b, np.uint16)), (b, n)
+            target = np.zeros(3 * n, BF)
+            target[::3] = v
+            assert np.array_equal(target.view(np.uint16)[::3], np.full(n, b, np.uint16))
+            assert not target.view(np.uint16)[1::3].any()

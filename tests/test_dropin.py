@@ -283,3 +283,69 @@ def test_testing_asserts_with_nan():
     else:
         with pytest.raises(AssertionError, match="Mismatched"):
             np.testing.assert_array_equal(x, x)
+
+
+ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+ALL_F32 = (ALL_BITS.astype(np.uint32) << 16).view(np.float32)  # exact widening, integer ops
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_exhaustive_like_float32(side):
+    """np.searchsorted (numpy's binary search through the dtype's compare function) of every
+    bfloat16 value in the sorted array of all 65,536: float32's positions for the exact
+    widenings (-0 equals +0, NaNs equal to each other and last)."""
+    order = np.argsort(ALL_F32, kind="stable")
+    sorted_bf16 = ALL_BITS[order].view(BF16)
+    want = np.searchsorted(ALL_F32[order], ALL_F32, side=side)
+    assert np.array_equal(np.searchsorted(sorted_bf16, ALL_BITS.view(BF16), side=side), want)
+
+
+@pytest.mark.parametrize("nbytes_swapped", [False, True])
+def test_count_nonzero_and_nonzero_exhaustive(nbytes_swapped):
+    """np.count_nonzero and np.nonzero (the dtype's nonzero function, element by element) of
+    all 65,536 patterns, in native and swapped byte order: float32's answer for the exact
+    widenings (only +-0 are zero; NaNs are not)."""
+    x = ALL_BITS.view(BF16)
+    if nbytes_swapped:
+        x = x.byteswap().view(BF16.newbyteorder())
+        assert not x.dtype.isnative
+    assert np.count_nonzero(x) == np.count_nonzero(ALL_F32) == 65534
+    assert np.array_equal(np.nonzero(x)[0], np.nonzero(ALL_F32)[0])
+
+
+def test_partition_and_median_exhaustive_like_float32():
+    """np.partition (a sort through the dtype's compare function) of all 65,536 values in a
+    shuffled order puts float32's kth value in place, smaller-or-equal ones before it and
+    greater-or-equal ones after; np.median of the finite values is float32's."""
+    shuffled = np.random.default_rng(3).permutation(ALL_BITS)
+    f32 = (shuffled.astype(np.uint32) << 16).view(np.float32)
+    for k in (0, 1, 100, 32767, 32768, 65000, 65535):
+        got = np.partition(shuffled.view(BF16), k).view(np.uint16)
+        got_f = (got.astype(np.uint32) << 16).view(np.float32)
+        want = np.partition(f32, k)
+        assert (np.isnan(got_f[k]) and np.isnan(want[k])) or got_f[k] == want[k], k
+        with np.errstate(invalid="ignore"):
+            assert not (got_f[:k] > got_f[k]).any() and not (got_f[k + 1:] < got_f[k]).any(), k
+    finite = shuffled[np.isfinite(f32)]
+    assert float(np.median(finite.view(BF16))) == float(
+        np.float32(np.median((finite.astype(np.uint32) << 16).view(np.float32))))
+
+
+@pytest.mark.parametrize("start, stop, step", [
+    (0, 70000, 1), (0.1, 300, 0.013), (-5, 5, 2.0**-12), (1e-38, 1e-36, 3e-39),
+    (3e38, 3.4e38, 1e35), (-3.3e38, 3.3e38, 2e36), (2.0**-133, 2.0**-125, 2.0**-133),
+    (1.0, 1.0 + 2.0**-5, 2.0**-13), (7, -9000, -2.5)])
+def test_arange_rounds_the_float64_progression_once(start, stop, step):
+    """np.arange with dtype=bfloat16 (the dtype's fill function: two elements set by numpy,
+    the rest continued from them): element i is v0 + i * (v1 - v0) in float64, rounded once,
+    for every i, with ties, subnormals, lengths beyond one block and overflow to inf."""
+    from test_ufuncs import f64_to_bf16_bits
+    with np.errstate(all="ignore"):
+        got = np.arange(start, stop, step, dtype=bfloat16).view(np.uint16)
+    assert got.size == np.arange(start, stop, step).size
+    v = (got[:2].astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    assert got[0] == f64_to_bf16_bits(np.float64(start))
+    if got.size > 1:
+        assert got[1] == f64_to_bf16_bits(np.float64(start) + step)
+        i = np.arange(got.size, dtype=np.float64)
+        assert np.array_equal(got[2:], f64_to_bf16_bits(v[0] + i * (v[1] - v[0]))[2:])

@@ -858,3 +858,14 @@ def test_dot_contiguous_and_strided_same_bits(rng):
     b = np.array([2.0**15, 1, 0, 0, 2.0**15, 1, 0, 0] * 3, bfloat16)
     assert float(np.dot(a, b)) == 6.0
     assert float(np.dot(a[::-1][::-1], b)) == 6.0
+    # specials: overflowing products, infinities, NaNs, zeros of both signs, subnormals
+    special = np.array([3e38, -3e38, 2.0**100, np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-39, 1.0],
+                       bfloat16)
+    for n in (8, 9, 16, 23, 40):
+        for _ in range(30):
+            x, y = rng.choice(special, n), rng.choice(special, n)
+            sx, sy = np.zeros(2 * n, bfloat16), np.zeros(3 * n, bfloat16)
+            sx[::2], sy[::3] = x, y
+            with np.errstate(all="ignore"):
+                got, want = bits_of(np.dot(x, y)), bits_of(np.dot(sx[::2], sy[::3]))
+            assert got == want or ((got & 0x7FFF) > 0x7F80 and (want & 0x7FFF) > 0x7F80), (x, y)

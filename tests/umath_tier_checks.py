@@ -396,3 +396,116 @@ def test_clip_with_scalar_bounds():
         inplace = ALL_VALUES.copy()
         np.clip(inplace, lo, hi, out=inplace)
         assert np.array_equal(bits(inplace), bits(strided)), "clip in place"
+
+
+# ---- integer-rounding twins, predicates and copysign ------------------------------------
+
+ROUNDING_UNARY = ["floor", "ceil", "trunc", "rint", "sign"]
+SIGNALLING = [0x7F81, 0xFF81, 0x7FBF]
+
+
+@pytest.mark.parametrize("name", ROUNDING_UNARY)
+def test_rounding_twins_same_bits_as_scalar_loop_nan_payloads_included(name):
+    """floor/ceil/trunc/rint/sign through the contiguous (vector) loop give the strided
+    (functor) loop's bits for all 65,536 inputs, NaN payloads and signs included, at every
+    tail length and in place; and the same warnings for signalling NaNs inside a block."""
+    f = getattr(np, name)
+    spread = np.zeros(2 * 65536, BF16)
+    spread[::2] = ALL_VALUES
+    with np.errstate(all="ignore"):
+        want = bits(f(spread[::2]))
+        assert np.array_equal(bits(f(ALL_VALUES)), want), name
+        start = 0
+        for length in LENGTHS * 4:
+            stop = min(65536, start + length)
+            assert np.array_equal(bits(f(ALL_VALUES[start:stop])), want[start:stop]), (name, length)
+            start = stop
+        inplace = ALL_VALUES.copy()
+        f(inplace, out=inplace)
+        assert np.array_equal(bits(inplace), want), name
+    for s in SIGNALLING + [0x7FC0, 0x7F80, 0x3F80]:
+        block = np.full(40, 0.25, BF16)
+        block.view(np.uint16)[13] = s
+        spread40 = np.zeros(80, BF16)
+        spread40[::2] = block
+        assert warning_kinds(f, block) == warning_kinds(f, spread40[::2]), (name, hex(s))
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite", "signbit", "logical_not"])
+def test_predicates_every_layout(name):
+    """All 65,536 inputs against numpy's float32 predicate of the exact widening: contiguous,
+    every tail length, strided, unaligned, into a strided output; no warning, even for
+    signalling NaNs."""
+    f = getattr(np, name)
+    with np.errstate(all="ignore"):  # float32's logical_not compares, so a signalling NaN raises
+        want = f(exact_f32(ALL_BITS))
+    with np.errstate(all="raise"):  # no flag may be raised
+        assert np.array_equal(f(ALL_VALUES), want), name
+        start = 0
+        for length in LENGTHS * 4:
+            stop = min(65536, start + length)
+            assert np.array_equal(f(ALL_VALUES[start:stop]), want[start:stop]), (name, length)
+            start = stop
+        spread = np.zeros(3 * 65536, BF16)
+        spread[::3] = ALL_VALUES
+        assert np.array_equal(f(spread[::3]), want), name
+        raw = np.zeros(2 * 65536 + 2, np.uint8)
+        unaligned = raw[1:-1].view(BF16)
+        unaligned[:] = ALL_VALUES
+        assert np.array_equal(f(unaligned), want), name
+        out = np.zeros(2 * 65536, bool)
+        f(ALL_VALUES, out=out[::2])
+        assert np.array_equal(out[::2], want) and not out[1::2].any(), name
+
+
+def test_copysign_every_layout():
+    """copysign of every bit pattern against shuffles of every bit pattern equals float32's
+    copysign of the exact widenings (a bit operation: NaN payloads and signs included), for
+    contiguous, tail-length, strided, in-place and overlapping operands."""
+    want = (np.copysign(exact_f32(A_BITS), exact_f32(B_BITS)).view(np.uint32) >> 16).astype(np.uint16)
+    a, b = A_BITS.view(BF16), B_BITS.view(BF16)
+    with np.errstate(all="raise"):
+        assert np.array_equal(bits(np.copysign(a, b)), want)
+        for n in LENGTHS:
+            got = bits(np.copysign(a[5:5 + n], b[7:7 + n]))
+            ref = (np.copysign(exact_f32(A_BITS[5:5 + n]), exact_f32(B_BITS[7:7 + n]))
+                   .view(np.uint32) >> 16).astype(np.uint16)
+            assert np.array_equal(got, ref), n
+        assert np.array_equal(bits(np.copysign(a[::3], b[::3])), want[::3])
+        x = a.copy()
+        np.copysign(x, b, out=x)
+        assert np.array_equal(bits(x), want)
+        y = b.copy()
+        np.copysign(a, y, out=y)
+        assert np.array_equal(bits(y), want)
+        # the output one element ahead of the first input: numpy resolves the overlap
+        buf = np.zeros(a.size + 1, BF16)
+        buf[:-1] = a
+        np.copysign(buf[:-1], b, out=buf[1:])
+        assert np.array_equal(bits(buf[1:]), want)
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_every_layout(name):
+    """logical_and/or/xor of every bit pattern against shuffles of every bit pattern equal
+    float32's on the exact widenings (NaN counts as true) in every layout, and a signalling
+    NaN on either side, inside a block, warns as the strided (functor) loop does."""
+    f = getattr(np, name)
+    a, b = A_BITS.view(BF16), B_BITS.view(BF16)
+    with np.errstate(all="ignore"):
+        want = f(exact_f32(A_BITS), exact_f32(B_BITS))
+        assert np.array_equal(f(a, b), want), name
+        assert np.array_equal(f(a[::3], b[::3]), want[::3]), name
+        for n in LENGTHS:
+            assert np.array_equal(f(a[5:5 + n], b[7:7 + n]),
+                                  f(exact_f32(A_BITS[5:5 + n]), exact_f32(B_BITS[7:7 + n]))), n
+    for s in SIGNALLING + [0x7FC0]:
+        for other in (0x0000, 0x8000, 0x3F80, 0x7FC0, 0x7F81):
+            for left in (True, False):
+                x, y = np.full(40, 0.0, BF16), np.full(40, 1.0, BF16)
+                (x if left else y).view(np.uint16)[13] = s
+                (y if left else x).view(np.uint16)[13] = other
+                sx, sy = np.zeros(80, BF16), np.zeros(80, BF16)
+                sx[::2], sy[::2] = x, y
+                assert (warning_kinds(lambda _: f(x, y), None)
+                        == warning_kinds(lambda _: f(sx[::2], sy[::2]), None)), (name, s, other)

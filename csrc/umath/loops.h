@@ -242,13 +242,15 @@ template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 #define BF16_AVX2_BINARY_TWINS(X, T)                                                           \
     X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide) X(T, Maximum) X(T, Minimum) X(T, Fmax)  \
     X(T, Fmin)
-#define BF16_AVX2_UNARY_TWINS(X, T) X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Log) X(T, Tanh)
+#define BF16_AVX2_UNARY_TWINS(X, T)                                                            \
+    X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Log) X(T, Tanh) X(T, Floor) X(T, Ceil) X(T, Trunc)    \
+    X(T, Rint) X(T, Sign)
 #define BF16_AVX2_COMPARE_TWINS(X, T)                                                          \
     X(T, Equal) X(T, NotEqual) X(T, Less) X(T, LessEqual) X(T, Greater) X(T, GreaterEqual)
 #define BF16_AVX512_BINARY_TWINS(X, T) BF16_AVX2_BINARY_TWINS(X, T)
 #define BF16_AVX512_UNARY_TWINS(X, T)                                                          \
     X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Exp2) X(T, Expm1) X(T, Log) X(T, Log2) X(T, Log1p)  \
-    X(T, Tanh) X(T, Sin) X(T, Cos)
+    X(T, Tanh) X(T, Sin) X(T, Cos) X(T, Floor) X(T, Ceil) X(T, Trunc) X(T, Rint) X(T, Sign)
 #define BF16_AVX512_COMPARE_TWINS(X, T) BF16_AVX2_COMPARE_TWINS(X, T)
 
 #define BF16_TWIN_TRAIT_(Trait, T, Op) template <> struct Trait<T, Op> : std::true_type {};
@@ -377,6 +379,17 @@ BF16_ORDERING_(Greater, a > b)
 BF16_ORDERING_(GreaterEqual, a >= b)
 #undef BF16_ORDERING_
 
+/* logical_and/or/xor on "is nonzero" (NaN is nonzero), as 0/1 integers */
+template <class Op> struct LogicalBits : std::false_type {};
+#define BF16_LOGICAL_(Op, expr)                                                                \
+    template <> struct LogicalBits<Op> : std::true_type {                                     \
+        static uint16_t f(uint16_t x, uint16_t y) { return expr; }                             \
+    };
+BF16_LOGICAL_(LogicalAnd, x & y)
+BF16_LOGICAL_(LogicalOr, x | y)
+BF16_LOGICAL_(LogicalXor, x ^ y)
+#undef BF16_LOGICAL_
+
 /* The scans of minmax_reduce, compare_scalar_contig and clip: umath/order_scan.h, compiled once
  * per tier (loops_<tier>.cpp includes it through order_twins.h, under its target options) and
  * portably here. */
@@ -391,6 +404,13 @@ template <class Tier, class Op>
 uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
                            npy_intp n);
 template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
+template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n);
+template <class Tier> void twin_copysign(const char *a, const char *b, char *o, npy_intp n);
+template <class Tier, class Op>
+uint16_t twin_logical(const char *a, const char *b, npy_bool *o, npy_intp n);
+#define BF16_LOGICALS(X) X(LogicalAnd) X(LogicalOr) X(LogicalXor)
+/* the functors of predicate_loop, each with a twin in every tier */
+#define BF16_PREDICATES(X) X(Isnan) X(Isinf) X(Isfinite) X(Signbit) X(LogicalNot)
 
 /* Return twin<Tier MORE>(args) for the tier in force, else portable(args); `more` is a
  * parenthesised tail of template arguments, e.g. (, IsMax), or (). */
@@ -417,6 +437,33 @@ static void minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any
 static inline void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
 {
     BF16_ORDER_DISPATCH(twin_clip_keys, (), portable_order::clip_keys, x, lo, hi, o, n);
+}
+
+template <class Op>
+static void predicate_contig(const char *in, npy_bool *o, npy_intp n)
+{
+    BF16_ORDER_DISPATCH(twin_predicate, (, Op), portable_order::predicate_scan<Op>, in, o, n);
+}
+
+static inline void copysign_contig(const char *a, const char *b, char *o, npy_intp n)
+{
+    BF16_ORDER_DISPATCH(twin_copysign, (), portable_order::copysign_scan, a, b, o, n);
+}
+
+template <class Op>
+static uint16_t logical_scan(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    BF16_ORDER_DISPATCH(twin_logical, (, Op), portable_order::logical_scan<Op>, a, b, o, n);
+}
+
+/* logical_and/or/xor of contiguous runs: the functors' results, and their "invalid" for a
+ * signalling NaN in either operand (their float compares with zero raise it for both) */
+template <class Op>
+static void logical_contig(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    if (logical_scan<Op>(a, b, o, n)) {
+        bf16_raise_invalid();
+    }
 }
 
 template <class Op>
@@ -540,7 +587,14 @@ template <class Op>
 static void binary_bits_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
     char *a = args[0], *b = args[1], *o = args[2];
-    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], b += steps[1], o += steps[2]) {
+    npy_intp n = dims[0];
+    if constexpr (std::is_same<Op, Copysign>::value) {
+        if (steps[0] == 2 && steps[1] == 2 && steps[2] == 2) {
+            copysign_contig(a, b, o, n);
+            return;
+        }
+    }
+    for (npy_intp i = 0; i < n; i++, a += steps[0], b += steps[1], o += steps[2]) {
         st(o, Op::bits(ld(a), ld(b)));
     }
 }
@@ -551,7 +605,12 @@ static void compare_loop(char **args, npy_intp const *dims, npy_intp const *step
     npy_intp n = dims[0];
     char *a = args[0], *b = args[1], *o = args[2];
     if (steps[0] == 2 && steps[1] == 2 && steps[2] == 1) {
-        contiguous_compare<Op>(a, b, (npy_bool *)o, n);
+        if constexpr (LogicalBits<Op>::value) {
+            logical_contig<Op>(a, b, (npy_bool *)o, n);
+        }
+        else {
+            contiguous_compare<Op>(a, b, (npy_bool *)o, n);
+        }
         return;
     }
     if constexpr (Ordering<Op>::value) {
@@ -615,14 +674,12 @@ template <class Op>
 static void predicate_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
     char *a = args[0], *o = args[1];
-    if (steps[0] == 2 && steps[1] == 1) { /* contiguous: a loop the compiler may vectorise */
-        npy_bool *b = (npy_bool *)o;
-        for (npy_intp i = 0; i < dims[0]; i++) {
-            b[i] = Op::f(ld(a + 2 * i));
-        }
+    npy_intp n = dims[0]; /* read once: the stores could alias dims[0] for the compiler */
+    if (steps[0] == 2 && steps[1] == 1) {
+        predicate_contig<Op>(a, (npy_bool *)o, n);
         return;
     }
-    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], o += steps[1]) {
+    for (npy_intp i = 0; i < n; i++, a += steps[0], o += steps[1]) {
         *(npy_bool *)o = Op::f(ld(a));
     }
 }

@@ -91,6 +91,25 @@ template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
 template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
 template <> struct V<Sqrt> { static __m256 f(__m256 a) { return _mm256_sqrt_ps(a); } };
 template <> struct V<Square> { static __m256 f(__m256 a) { return _mm256_mul_ps(a, a); } };
+/* Rounding to an integer is exact in bfloat16; like the libm calls, it raises "invalid" only
+ * for a signalling NaN ("inexact" is suppressed: numpy ignores it anyway). */
+template <int Mode> struct RoundTo {
+    static __m256 f(__m256 a) { return _mm256_round_ps(a, Mode | _MM_FROUND_NO_EXC); }
+};
+template <> struct V<Floor> : RoundTo<_MM_FROUND_TO_NEG_INF> {};
+template <> struct V<Ceil> : RoundTo<_MM_FROUND_TO_POS_INF> {};
+template <> struct V<Trunc> : RoundTo<_MM_FROUND_TO_ZERO> {};
+template <> struct V<Rint> : RoundTo<_MM_FROUND_CUR_DIRECTION> {}; /* nearbyint */
+template <> struct V<Sign> {
+    /* the functor's quiet comparisons: 0 for +-0, +-1, and a NaN passes through */
+    static __m256 f(__m256 a)
+    {
+        const __m256 zero = _mm256_setzero_ps();
+        __m256 r = _mm256_blendv_ps(a, _mm256_set1_ps(1.0f), _mm256_cmp_ps(a, zero, _CMP_GT_OQ));
+        r = _mm256_blendv_ps(r, _mm256_set1_ps(-1.0f), _mm256_cmp_ps(a, zero, _CMP_LT_OQ));
+        return _mm256_blendv_ps(r, zero, _mm256_cmp_ps(a, zero, _CMP_EQ_OQ));
+    }
+};
 
 /*
  * exp, log, tanh: float32 polynomials rounded once, as in loops_avx512.cpp (which explains

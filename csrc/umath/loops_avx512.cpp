@@ -158,6 +158,25 @@ template <> struct V<Fmin> {
 };
 template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
 template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(a, a); } };
+/* Rounding to an integer is exact in bfloat16; like the libm calls, it raises "invalid" only
+ * for a signalling NaN (and "inexact" is suppressed, as numpy ignores it anyway). */
+template <int Mode> struct RoundTo {
+    static __m512 f(__m512 a) { return _mm512_roundscale_ps(a, Mode | _MM_FROUND_NO_EXC); }
+};
+template <> struct V<Floor> : RoundTo<_MM_FROUND_TO_NEG_INF> {};
+template <> struct V<Ceil> : RoundTo<_MM_FROUND_TO_POS_INF> {};
+template <> struct V<Trunc> : RoundTo<_MM_FROUND_TO_ZERO> {};
+template <> struct V<Rint> : RoundTo<_MM_FROUND_CUR_DIRECTION> {}; /* nearbyint */
+template <> struct V<Sign> {
+    /* the functor's quiet comparisons: 0 for +-0, +-1, and a NaN passes through */
+    static __m512 f(__m512 a)
+    {
+        const __m512 zero = _mm512_setzero_ps();
+        __m512 r = _mm512_mask_mov_ps(a, _mm512_cmp_ps_mask(a, zero, _CMP_GT_OQ), _mm512_set1_ps(1.0f));
+        r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, zero, _CMP_LT_OQ), _mm512_set1_ps(-1.0f));
+        return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, zero, _CMP_EQ_OQ), zero);
+    }
+};
 
 /*
  * Transcendentals: a float32 polynomial, rounded once to bfloat16. A lane is taken from the

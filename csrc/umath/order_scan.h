@@ -1,6 +1,7 @@
 /*
  * umath/order_scan.h - the hot loops of the order kernels in loops.h (maximum/minimum/fmax/fmin
- * reductions, comparisons with a scalar). No include guard on purpose: loops.h includes it in
+ * reductions, comparisons with a scalar) and of the other integer-only loops on the bits
+ * (isnan & co., copysign, logical_and/or/xor). No include guard on purpose: loops.h includes it in
  * namespace portable_order, and each loops_<tier>.cpp includes it again under its target options,
  * so the same integer-only code is vectorised for every tier. Written with masks instead of
  * branches or selects: GCC vectorises these loops only so.
@@ -76,4 +77,47 @@ static void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
         r = (uint16_t)((h & nan) | (r & (uint16_t)~nan));
         memcpy(o + 2 * i, &r, 2);
     }
+}
+
+/* A test of the bits of each element of a contiguous run (isnan, isinf, isfinite, signbit,
+ * logical_not): integer work, no flag. */
+template <class Op>
+static void predicate_scan(const char *in, npy_bool *o, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t h;
+        memcpy(&h, in + 2 * i, 2);
+        o[i] = (npy_bool)Op::f(h);
+    }
+}
+
+/* copysign over contiguous runs: the magnitude bits of a, the sign bit of b. Written as the
+ * sequential loop (no block is read before an earlier one is written), so overlapping operands
+ * give the sequential result: the compiler vectorises only where the runs do not overlap. */
+static void copysign_scan(const char *a, const char *b, char *o, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t x, y;
+        memcpy(&x, a + 2 * i, 2);
+        memcpy(&y, b + 2 * i, 2);
+        bf16_t r = (bf16_t)((x & 0x7fffu) | (y & 0x8000u));
+        memcpy(o + 2 * i, &r, 2);
+    }
+}
+
+/* logical_and/or/xor of contiguous runs on "is nonzero" (NaN included). Returns 0x40 if an
+ * element of either operand was a signalling NaN. */
+template <class Op>
+static uint16_t logical_scan(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    uint16_t any_snan = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t x, y;
+        memcpy(&x, a + 2 * i, 2);
+        memcpy(&y, b + 2 * i, 2);
+        any_snan |= (nan_mask(x) & (uint16_t)~x) | (nan_mask(y) & (uint16_t)~y);
+        uint16_t nx = (uint16_t)((x & 0x7fffu) != 0), ny = (uint16_t)((y & 0x7fffu) != 0);
+        o[i] = (npy_bool)LogicalBits<Op>::f(nx, ny);
+    }
+    return any_snan & 0x0040u;
 }

@@ -2,7 +2,8 @@
  * umath/order_twins.h - the per-tier entry points of the order kernels (see loops.h). No include
  * guard: loops_<tier>.cpp includes it once, under its target options, with BF16_ORDER_TIER set to
  * its tier tag; the scans themselves are umath/order_scan.h, compiled here for that tier.
- * twin_compare_keys is instantiated with the tier's comparison twins (INSTANTIATE_COMPARE_).
+ * twin_compare_keys is instantiated with the tier's comparison twins (INSTANTIATE_COMPARE_),
+ * twin_predicate and twin_logical with every predicate and logical functor.
  */
 namespace tier_order {
 #include "umath/order_scan.h"
@@ -32,3 +33,29 @@ uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_b
 {
     return tier_order::compare_keys<Op>(arr, ks, scalar_first, o, n);
 }
+
+template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n)
+{
+    tier_order::predicate_scan<Op>(in, o, n);
+}
+#define BF16_INSTANTIATE_PREDICATE_(Op)                                                        \
+    template void twin_predicate<BF16_ORDER_TIER, Op>(const char *, npy_bool *, npy_intp);
+BF16_PREDICATES(BF16_INSTANTIATE_PREDICATE_)
+#undef BF16_INSTANTIATE_PREDICATE_
+
+template <class Tier> void twin_copysign(const char *a, const char *b, char *o, npy_intp n)
+{
+    tier_order::copysign_scan(a, b, o, n);
+}
+template void twin_copysign<BF16_ORDER_TIER>(const char *, const char *, char *, npy_intp);
+
+template <class Tier, class Op>
+uint16_t twin_logical(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    return tier_order::logical_scan<Op>(a, b, o, n);
+}
+#define BF16_INSTANTIATE_LOGICAL_(Op)                                                          \
+    template uint16_t twin_logical<BF16_ORDER_TIER, Op>(const char *, const char *, npy_bool *,  \
+                                                        npy_intp);
+BF16_LOGICALS(BF16_INSTANTIATE_LOGICAL_)
+#undef BF16_INSTANTIATE_LOGICAL_
