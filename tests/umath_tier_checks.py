@@ -321,6 +321,8 @@ def minmax_cases():
     all_nan = np.array([qnan, 0xFFC0, snan], np.uint16)
     return {"shuffled": shuffled, "ordinary": ordinary, "negatives": negatives, "zeros": zeros,
             "with nans": with_nans, "all nan": all_nan, "snan": np.array([0x3F80, snan, 0x4000], np.uint16),
+            # NaN-free blocks of 8192 around one with a signalling NaN (the scan's blocks)
+            "late nan": np.concatenate([ordinary[:20000], [snan], ordinary[20000:40000]]).astype(np.uint16),
             "one": np.array([0x4000], np.uint16)}
 
 
