@@ -21,10 +21,13 @@
 #include "kernels.h"
 #include "kernels/internal.h"
 #include "bf16.h"
+#include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) && defined(__SSE2__)
+#if defined(BF16K_X86)
+#include <immintrin.h>
+#elif defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 #if defined(__linux__)
@@ -33,6 +36,8 @@
 
 #define INSERTION_MAX 48          /* n up to this: insertion sort */
 #define COUNTING_MIN 8192         /* n from this: counting sort (values) */
+#define KEYSORT_MAX 65536         /* n below this: radix sort of order keys */
+#define STACK_ELEMS 8192          /* radix buffer on the stack up to this n (16 KiB) */
 #define NPAT 65536
 
 /*
@@ -191,40 +196,434 @@ static void sort_inplace_fallback(char *d, ptrdiff_t n)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* LSD radix sort of values (stable), two 8-bit passes on bf16_sort_key                       */
+/* LSD radix sort of values (stable), two 8-bit passes on sort_key; used for rows that hold   */
+/* both zeros or several NaN patterns, whose input order the order-key sort would not keep    */
 
-static int radix_sort_values(char *d, ptrdiff_t n)
+/*
+ * One counting-sort pass from src to dst (element offsets, 2-byte elements) by the digit
+ * (digit_of(element) >> shift) & 0xff. Two independent chains: one walks forwards from the
+ * start, filling each bucket from its start, the other walks backwards from the end, filling
+ * each bucket from its end. That keeps the pass stable and halves the store-to-load chain
+ * through the bucket offsets when consecutive elements share a bucket (skewed data).
+ */
+#define SCATTER2(src, dst, n, cnt, DIGIT, OUT)                                               \
+    do {                                                                                     \
+        uint32_t lo_[256], hi_[256], s_ = 0;                                                 \
+        for (int b_ = 0; b_ < 256; b_++) {                                                   \
+            lo_[b_] = s_;                                                                    \
+            s_ += (cnt)[b_];                                                                 \
+            hi_[b_] = s_;                                                                    \
+        }                                                                                    \
+        ptrdiff_t i_ = 0, j_ = (n) - 1;                                                      \
+        for (; i_ < j_; i_++, j_--) {                                                        \
+            uint16_t a_ = ld16((src) + 2 * i_), z_ = ld16((src) + 2 * j_);                   \
+            st16((dst) + 2 * (ptrdiff_t)lo_[DIGIT(a_)]++, OUT(a_));                          \
+            st16((dst) + 2 * (ptrdiff_t)--hi_[DIGIT(z_)], OUT(z_));                          \
+        }                                                                                    \
+        if (i_ == j_) {                                                                      \
+            uint16_t a_ = ld16((src) + 2 * i_);                                              \
+            st16((dst) + 2 * (ptrdiff_t)lo_[DIGIT(a_)], OUT(a_));                            \
+        }                                                                                    \
+    } while (0)
+
+#define SAME(v) (v)
+#define SKEY_LO(v) (sort_key(v) & 0xffu)
+#define SKEY_HI(v) (sort_key(v) >> 8)
+
+/* 1 if one bucket holds all n elements (the pass would be the identity) */
+static int one_bucket(const uint32_t *c, ptrdiff_t n)
 {
-    char *tmp = (char *)malloc((size_t)n * 2);
-    if (!tmp) return -1;
-    ptrdiff_t c0[256] = {0}, c1[256] = {0};
+    for (int b = 0; b < 256; b++)
+        if ((ptrdiff_t)c[b] == n) return 1;
+    return 0;
+}
+
+/* tmp: room for n elements; n < 2^32 */
+static void radix_sort_values(char *d, ptrdiff_t n, char *tmp)
+{
+    uint32_t c0[256] = {0}, c1[256] = {0};
     for (ptrdiff_t i = 0; i < n; i++) {
         uint16_t k = sort_key(ld16(d + 2 * i));
         c0[k & 0xff]++;
         c1[k >> 8]++;
     }
     char *src = d, *dst = tmp;
-    for (int pass = 0; pass < 2; pass++) {
-        ptrdiff_t *c = pass ? c1 : c0;
-        int shift = pass ? 8 : 0;
-        ptrdiff_t off[256], s = 0, maxc = 0;
-        for (int b = 0; b < 256; b++) {
-            off[b] = s;
-            s += c[b];
-            if (c[b] > maxc) maxc = c[b];
-        }
-        if (maxc == n) continue; /* all in one bucket: this pass is the identity */
-        for (ptrdiff_t i = 0; i < n; i++) {
-            uint16_t v = ld16(src + 2 * i);
-            unsigned b = (unsigned)(sort_key(v) >> shift) & 0xffu;
-            st16(dst + 2 * off[b]++, v);
-        }
-        char *t = src; src = dst; dst = t;
+    if (!one_bucket(c0, n)) {
+        SCATTER2(src, dst, n, c0, SKEY_LO, SAME);
+        src = tmp;
+        dst = d;
+    }
+    if (!one_bucket(c1, n)) {
+        SCATTER2(src, dst, n, c1, SKEY_HI, SAME);
+        src = dst;
     }
     if (src != d) memcpy(d, src, (size_t)n * 2);
-    free(tmp);
-    return 0;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* order keys: a sort of plain 16-bit integers                                                */
+
+/*
+ * order_key is a bijection of the 65,536 patterns onto 0..65535, increasing in numpy order:
+ * -inf -> 0, ..., -0.0 -> 0x7f80, +0.0 -> 0x7f81, ..., +inf -> 0xff01, then the NaNs in the
+ * order the counting sort writes them (0x7f81..0x7fff, then 0xff81..0xffff). Sorting the keys
+ * as integers and mapping them back with order_val therefore gives counting_sort_values's
+ * unstable output; and when a row has no two distinct patterns that compare equal (not both
+ * zeros, at most one NaN pattern), equal keys are equal patterns and every sort of the row,
+ * stable or not, gives the same bits. tests/test_kernels_sort.py checks all 65,536 patterns
+ * and rows with both zeros and several NaN payloads in every tier.
+ */
+KINLINE uint16_t order_key(uint16_t h)
+{
+    uint16_t mag = (uint16_t)(h & BF16_ABS), neg = (uint16_t)(0u - (unsigned)(h >> 15));
+    uint16_t nan = (uint16_t)(0u - (uint16_t)(mag > BF16_INF));
+    uint16_t kn = (uint16_t)((h ^ (neg | BF16_SIGN)) - 0x7fu);
+    uint16_t kq = (uint16_t)(mag + 0x7f81u + (neg & 127u));
+    return (uint16_t)((kn & ~nan) | (kq & nan));
+}
+
+KINLINE uint16_t order_val(uint16_t k)
+{
+    uint16_t nan = (uint16_t)(0u - (uint16_t)(k >= 0xff02u));
+    uint16_t t = (uint16_t)(k + 0x7fu);
+    uint16_t hn = (uint16_t)(t ^ ((uint16_t)((unsigned)(t >> 15) - 1u) | BF16_SIGN));
+    uint16_t r = (uint16_t)(k - 0xff02u);
+    uint16_t hq = (uint16_t)(r + 0x7f81u + ((uint16_t)(0u - (uint16_t)(r >= 127u)) & 0x7f81u));
+    return (uint16_t)((hn & ~nan) | (hq & nan));
+}
+
+/*
+ * Replace d[0..n) by its order keys; returns nonzero if the row is "ambiguous": it holds both
+ * -0.0 and +0.0, or two different NaN patterns (then a key sort loses their input order).
+ * Branch-free so that the compiler vectorises it for each tier.
+ */
+#define DEFINE_TO_KEYS(tier, attr)                                                           \
+    attr static int to_keys_##tier(char *d, ptrdiff_t n)                                     \
+    {                                                                                        \
+        uint16_t negz = 0, posz = 0, nor = 0, nand = 0xffffu;                                \
+        for (ptrdiff_t i = 0; i < n; i++) {                                                  \
+            uint16_t h = ld16(d + 2 * i);                                                    \
+            uint16_t nanm = (uint16_t)(0u - (uint16_t)((h & BF16_ABS) > BF16_INF));          \
+            negz |= (uint16_t)(0u - (uint16_t)(h == 0x8000u));                               \
+            posz |= (uint16_t)(0u - (uint16_t)(h == 0u));                                    \
+            nor |= (uint16_t)(h & nanm);                                                     \
+            nand &= (uint16_t)(h | ~nanm);                                                   \
+            st16(d + 2 * i, order_key(h));                                                   \
+        }                                                                                    \
+        return ((negz & posz) | (nor & ~nand)) != 0;                                         \
+    }
+
+DEFINE_TO_KEYS(baseline, )
+#if defined(BF16K_X86)
+DEFINE_TO_KEYS(avx2, KTARGET_AVX2)
+DEFINE_TO_KEYS(avx512, KTARGET_AVX512)
+#endif
+
+static int to_keys(char *d, ptrdiff_t n, bf16_tier tier)
+{
+#if defined(BF16K_X86)
+    if (tier >= BF16_TIER_AVX512) return to_keys_avx512(d, n);
+    if (tier >= BF16_TIER_AVX2) return to_keys_avx2(d, n);
+#endif
+    (void)tier;
+    return to_keys_baseline(d, n);
+}
+
+#define DEFINE_FROM_KEYS(tier, attr)                                                         \
+    attr static void from_keys_##tier(char *d, ptrdiff_t n)                                  \
+    {                                                                                        \
+        for (ptrdiff_t i = 0; i < n; i++) st16(d + 2 * i, order_val(ld16(d + 2 * i)));       \
+    }
+
+DEFINE_FROM_KEYS(baseline, )
+#if defined(BF16K_X86)
+DEFINE_FROM_KEYS(avx2, KTARGET_AVX2)
+DEFINE_FROM_KEYS(avx512, KTARGET_AVX512)
+#endif
+
+static void from_keys(char *d, ptrdiff_t n, bf16_tier tier)
+{
+#if defined(BF16K_X86)
+    if (tier >= BF16_TIER_AVX512) { from_keys_avx512(d, n); return; }
+    if (tier >= BF16_TIER_AVX2) { from_keys_avx2(d, n); return; }
+#endif
+    (void)tier;
+    from_keys_baseline(d, n);
+}
+
+#define KEY_LO(v) ((v) & 0xffu)
+#define KEY_HI(v) ((unsigned)(v) >> 8)
+
+/* d holds n order keys; sorts them and writes back the values. tmp: room for n elements. */
+static void radix_sort_keys(char *d, ptrdiff_t n, char *tmp, bf16_tier tier)
+{
+    /* two tables per digit (even/odd elements): consecutive increments of one counter would
+     * otherwise wait for each other */
+    uint32_t c[4][256];
+    memset(c, 0, sizeof c);
+    ptrdiff_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        uint16_t a = ld16(d + 2 * i), b = ld16(d + 2 * i + 2);
+        c[0][a & 0xff]++;
+        c[1][b & 0xff]++;
+        c[2][a >> 8]++;
+        c[3][b >> 8]++;
+    }
+    if (i < n) {
+        uint16_t a = ld16(d + 2 * i);
+        c[0][a & 0xff]++;
+        c[2][a >> 8]++;
+    }
+    for (int b = 0; b < 256; b++) {
+        c[0][b] += c[1][b];
+        c[2][b] += c[3][b];
+    }
+    int skip0 = one_bucket(c[0], n), skip1 = one_bucket(c[2], n);
+    if (!skip0 && !skip1) {
+        SCATTER2(d, tmp, n, c[0], KEY_LO, SAME);
+        SCATTER2(tmp, d, n, c[2], KEY_HI, SAME);
+    } else if (!skip0 || !skip1) {
+        if (skip0) SCATTER2(d, tmp, n, c[2], KEY_HI, SAME);
+        else SCATTER2(d, tmp, n, c[0], KEY_LO, SAME);
+        memcpy(d, tmp, (size_t)n * 2);
+    }
+    from_keys(d, n, tier);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* AVX-512 sorting network for n <= NET_MAX: order keys in 1, 2, 4 or 8 zmm registers         */
+
+#if defined(BF16K_X86)
+#define NET_MAX 256
+
+/* lanes of a 32 x 16-bit register whose lane index has bit j clear */
+#define LANES_CLEAR(j)                                                                       \
+    ((j) == 1 ? 0x55555555u : (j) == 2 ? 0x33333333u : (j) == 4 ? 0x0f0f0f0fu              \
+     : (j) == 8 ? 0x00ff00ffu : 0x0000ffffu)
+
+/* the register with lane i and lane i ^ j exchanged (j = 1, 2, 4, 8, 16) */
+KTARGET_AVX512 static inline __m512i net_partner(__m512i x, int j)
+{
+    switch (j) {
+    case 1: return _mm512_rol_epi32(x, 16);
+    case 2: return _mm512_shuffle_epi32(x, _MM_PERM_CDAB);
+    case 4: return _mm512_shuffle_epi32(x, _MM_PERM_BADC);
+    case 8: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(2, 3, 0, 1));
+    default: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(1, 0, 3, 2));
+    }
+}
+
+/* compare-exchange of lanes i and i ^ j; lanes in `lomask` keep the smaller one */
+KTARGET_AVX512 static inline __m512i net_stage(__m512i x, int j, __mmask32 lomask)
+{
+    __m512i y = net_partner(x, j);
+    return _mm512_mask_blend_epi16(lomask, _mm512_max_epu16(x, y), _mm512_min_epu16(x, y));
+}
+
+/* Bitonic sort of the 32 * R keys in v[0..R) (element r * 32 + lane), ascending. */
+KTARGET_AVX512 static inline __attribute__((always_inline)) void net_sort(__m512i *v, int R)
+{
+#pragma GCC unroll 8
+    for (int k = 2; k <= 32 * R; k <<= 1) {
+#pragma GCC unroll 8
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            if (j >= 32) {
+                int jr = j >> 5;
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    if (r & jr) continue;
+                    int p = r | jr;
+                    __m512i mn = _mm512_min_epu16(v[r], v[p]), mx = _mm512_max_epu16(v[r], v[p]);
+                    int asc = ((r * 32) & k) == 0;
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                }
+            } else {
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    __mmask32 lo;
+                    if (k <= 16) lo = (__mmask32)~(LANES_CLEAR(j) ^ LANES_CLEAR(k));
+                    else lo = (((r * 32) & k) == 0) ? LANES_CLEAR(j) : ~LANES_CLEAR(j);
+                    v[r] = net_stage(v[r], j, lo);
+                }
+            }
+        }
+    }
+}
+
+/* order_key / order_val on 32 lanes */
+KTARGET_AVX512 static inline __m512i order_key32(__m512i h)
+{
+    __m512i mag = _mm512_and_si512(h, _mm512_set1_epi16((short)BF16_ABS));
+    __m512i neg = _mm512_srai_epi16(h, 15);
+    __mmask32 nan = _mm512_cmpgt_epu16_mask(mag, _mm512_set1_epi16((short)BF16_INF));
+    __m512i kn = _mm512_sub_epi16(
+        _mm512_xor_si512(h, _mm512_or_si512(neg, _mm512_set1_epi16((short)BF16_SIGN))),
+        _mm512_set1_epi16(0x7f));
+    __m512i kq = _mm512_add_epi16(
+        mag, _mm512_add_epi16(_mm512_set1_epi16((short)0x7f81),
+                              _mm512_and_si512(neg, _mm512_set1_epi16(127))));
+    return _mm512_mask_blend_epi16(nan, kn, kq);
+}
+
+KTARGET_AVX512 static inline __m512i order_val32(__m512i k)
+{
+    __mmask32 nan = _mm512_cmpge_epu16_mask(k, _mm512_set1_epi16((short)0xff02));
+    __m512i t = _mm512_add_epi16(k, _mm512_set1_epi16(0x7f));
+    __m512i flip = _mm512_or_si512(_mm512_andnot_si512(_mm512_srai_epi16(t, 15),
+                                                       _mm512_set1_epi16(-1)),
+                                   _mm512_set1_epi16((short)BF16_SIGN));
+    __m512i hn = _mm512_xor_si512(t, flip);
+    __m512i r = _mm512_sub_epi16(k, _mm512_set1_epi16((short)0xff02));
+    __m512i hq = _mm512_add_epi16(r, _mm512_set1_epi16((short)0x7f81));
+    hq = _mm512_mask_add_epi16(hq, _mm512_cmpge_epu16_mask(r, _mm512_set1_epi16(127)), hq,
+                               _mm512_set1_epi16((short)0x7f81));
+    return _mm512_mask_blend_epi16(nan, hn, hq);
+}
+
+/* Ambiguity (see to_keys) accumulated over registers of raw patterns. */
+typedef struct {
+    __mmask32 negz, posz;
+    __m512i nor, nand;
+} amb_acc;
+
+KTARGET_AVX512 static inline void amb_init(amb_acc *a)
+{
+    a->negz = a->posz = 0;
+    a->nor = _mm512_setzero_si512();
+    a->nand = _mm512_set1_epi16(-1);
+}
+
+KTARGET_AVX512 static inline int amb_found(const amb_acc *a)
+{
+    uint32_t o = (uint32_t)_mm512_reduce_or_epi32(a->nor);
+    uint32_t n = (uint32_t)_mm512_reduce_and_epi32(a->nand);
+    o = (o | (o >> 16)) & 0xffffu;
+    n = n & (n >> 16);
+    return (a->negz && a->posz) || (o & ~n & 0xffffu);
+}
+
+KTARGET_AVX512 static inline __mmask32 first_lanes(ptrdiff_t m)
+{
+    return m >= 32 ? ~(__mmask32)0 : m <= 0 ? 0 : (((__mmask32)1 << m) - 1);
+}
+
+/* The order keys of the `valid` lanes at p; the other lanes get 0xffff (sorted last). */
+KTARGET_AVX512 static inline __m512i load_keys32(const char *p, __mmask32 valid, amb_acc *a)
+{
+    const __m512i one = _mm512_set1_epi16(0x3f80); /* filler: not a zero, not a NaN */
+    __m512i h = _mm512_mask_loadu_epi16(one, valid, p);
+    __mmask32 nan = _mm512_cmpgt_epu16_mask(
+        _mm512_and_si512(h, _mm512_set1_epi16((short)BF16_ABS)), _mm512_set1_epi16((short)BF16_INF));
+    a->negz |= _mm512_cmpeq_epi16_mask(h, _mm512_set1_epi16((short)BF16_SIGN));
+    a->posz |= _mm512_cmpeq_epi16_mask(h, _mm512_setzero_si512());
+    a->nor = _mm512_or_si512(a->nor, _mm512_maskz_mov_epi16(nan, h));
+    a->nand = _mm512_and_si512(a->nand, _mm512_mask_mov_epi16(_mm512_set1_epi16(-1), nan, h));
+    return _mm512_mask_blend_epi16(valid, _mm512_set1_epi16(-1), order_key32(h));
+}
+
+KTARGET_AVX512 static inline __attribute__((always_inline)) int net_sort_n(char *d, ptrdiff_t n,
+                                                                            int R)
+{
+    __m512i v[8];
+    amb_acc a;
+    amb_init(&a);
+    for (int r = 0; r < R; r++) v[r] = load_keys32(d + 64 * r, first_lanes(n - 32 * r), &a);
+    if (amb_found(&a)) return 0;
+    net_sort(v, R);
+    for (int r = 0; r < R; r++)
+        _mm512_mask_storeu_epi16(d + 64 * r, first_lanes(n - 32 * r), order_val32(v[r]));
+    return 1;
+}
+
+/* returns 0 (d untouched) if the row is ambiguous (see to_keys) */
+KTARGET_AVX512 static int net_sort_avx512(char *d, ptrdiff_t n)
+{
+    if (n <= 32) return net_sort_n(d, n, 1);
+    if (n <= 64) return net_sort_n(d, n, 2);
+    if (n <= 128) return net_sort_n(d, n, 4);
+    return net_sort_n(d, n, 8);
+}
+
+/*
+ * NET_MAX < n <= BITONIC_MAX: the keys, padded with 0xffff to a power of two, in a stack
+ * buffer; blocks of 256 sorted in registers, then merged by a bitonic merger (the second run
+ * reversed against the first, then half-cleaners); the stages within a block of 256 run in
+ * registers, the wider ones as passes over the buffer (it stays in L1).
+ */
+#define BITONIC_MAX 8192
+
+/* half-cleaners of distance 128 .. 1 on the 256 keys in v[0..8), all ascending */
+KTARGET_AVX512 static inline __attribute__((always_inline)) void net_merge256(__m512i *v)
+{
+#pragma GCC unroll 4
+    for (int jr = 4; jr > 0; jr >>= 1) {
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            if (r & jr) continue;
+            __m512i mn = _mm512_min_epu16(v[r], v[r | jr]);
+            v[r | jr] = _mm512_max_epu16(v[r], v[r | jr]);
+            v[r] = mn;
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+#pragma GCC unroll 5
+        for (int j = 16; j > 0; j >>= 1) v[r] = net_stage(v[r], j, LANES_CLEAR(j));
+    }
+}
+
+KTARGET_AVX512 static int bitonic_sort_avx512(char *d, ptrdiff_t n)
+{
+    uint16_t buf[BITONIC_MAX] __attribute__((aligned(64)));
+    ptrdiff_t p2 = 2 * NET_MAX;
+    while (p2 < n) p2 <<= 1;
+    amb_acc a;
+    amb_init(&a);
+    for (ptrdiff_t i = 0; i < p2; i += 32)
+        _mm512_store_si512(buf + i, load_keys32(d + 2 * i, first_lanes(n - i), &a));
+    if (amb_found(&a)) return 0;
+
+    __m512i v[8];
+    for (ptrdiff_t b = 0; b < p2; b += 256) {
+        for (int r = 0; r < 8; r++) v[r] = _mm512_load_si512(buf + b + 32 * r);
+        net_sort(v, 8);
+        for (int r = 0; r < 8; r++) _mm512_store_si512(buf + b + 32 * r, v[r]);
+    }
+    const __m512i rev = _mm512_set_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                         17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+    for (ptrdiff_t L = 256; L < p2; L <<= 1) {
+        /* element s + i against element s + 2L - 1 - i */
+        for (ptrdiff_t s = 0; s < p2; s += 2 * L) {
+            for (ptrdiff_t i = 0; i < L; i += 32) {
+                uint16_t *pa = buf + s + i, *pb = buf + s + 2 * L - 32 - i;
+                __m512i x = _mm512_load_si512(pa);
+                __m512i y = _mm512_permutexvar_epi16(rev, _mm512_load_si512(pb));
+                _mm512_store_si512(pa, _mm512_min_epu16(x, y));
+                _mm512_store_si512(pb, _mm512_permutexvar_epi16(rev, _mm512_max_epu16(x, y)));
+            }
+        }
+        for (ptrdiff_t j = L / 2; j >= 256; j >>= 1) {
+            for (ptrdiff_t s = 0; s < p2; s += 2 * j) {
+                for (ptrdiff_t i = s; i < s + j; i += 32) {
+                    __m512i x = _mm512_load_si512(buf + i), y = _mm512_load_si512(buf + i + j);
+                    _mm512_store_si512(buf + i, _mm512_min_epu16(x, y));
+                    _mm512_store_si512(buf + i + j, _mm512_max_epu16(x, y));
+                }
+            }
+        }
+        for (ptrdiff_t b = 0; b < p2; b += 256) {
+            for (int r = 0; r < 8; r++) v[r] = _mm512_load_si512(buf + b + 32 * r);
+            net_merge256(v);
+            for (int r = 0; r < 8; r++) _mm512_store_si512(buf + b + 32 * r, v[r]);
+        }
+    }
+    for (ptrdiff_t i = 0; i < n; i += 32)
+        _mm512_mask_storeu_epi16(d + 2 * i, first_lanes(n - i),
+                                 order_val32(_mm512_load_si512(buf + i)));
+    return 1;
+}
+#endif
 
 /* ------------------------------------------------------------------------------------------ */
 /* counting sort over the 65,536 bit patterns                                                 */
@@ -371,11 +770,34 @@ static void sort_values_impl(void *data, ptrdiff_t n, int stable)
 {
     char *d = (char *)data;
     if (n < 2) return;
+    bf16_tier tier = bf16_cpu_tier();
+#if defined(BF16K_X86)
+    if (tier >= BF16_TIER_AVX512 && n <= BITONIC_MAX &&
+        (n <= NET_MAX ? net_sort_avx512(d, n) : bitonic_sort_avx512(d, n)))
+        return;
+#endif
     if (n <= INSERTION_MAX) {
         insertion_sort_values(d, n);
         return;
     }
-    int rc = n >= COUNTING_MIN ? counting_sort_values(d, n, stable) : radix_sort_values(d, n);
+    if (n < KEYSORT_MAX) {
+        char stackbuf[2 * STACK_ELEMS];
+        char *tmp = n <= STACK_ELEMS ? stackbuf : (char *)malloc((size_t)n * 2);
+        if (tmp) {
+            int done = 1;
+            if (!to_keys(d, n, tier) || (!stable && n >= COUNTING_MIN)) {
+                radix_sort_keys(d, n, tmp, tier);
+            } else {
+                /* ambiguous row: keep today's order of the zeros and NaNs */
+                from_keys(d, n, tier);
+                if (n < COUNTING_MIN) radix_sort_values(d, n, tmp);
+                else done = 0;
+            }
+            if (tmp != stackbuf) free(tmp);
+            if (done) return;
+        }
+    }
+    int rc = n >= COUNTING_MIN ? counting_sort_values(d, n, stable) : -1;
     if (rc != 0) sort_inplace_fallback(d, n);
 }
 
