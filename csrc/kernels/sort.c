@@ -939,6 +939,66 @@ static int argsort_packed(const char *d, int64_t *idx, ptrdiff_t n)
 
 static int argsort_unpacked(const char *d, int64_t *idx, ptrdiff_t n);
 
+/*
+ * Mid n: the same packed words, with the buffer on the stack and plain two-chain scatters
+ * (write-combining only pays once the buckets' lines no longer stay in cache).
+ */
+#define ARG_STACK_MAX 2048
+
+#define SCATTER2_U64(src, dst, n, cnt, shift, mask)                                          \
+    do {                                                                                     \
+        uint32_t lo_[256], hi_[256], s_ = 0;                                                 \
+        for (int b_ = 0; b_ < 256; b_++) {                                                   \
+            lo_[b_] = s_;                                                                    \
+            s_ += (cnt)[b_];                                                                 \
+            hi_[b_] = s_;                                                                    \
+        }                                                                                    \
+        ptrdiff_t i_ = 0, j_ = (n) - 1;                                                      \
+        for (; i_ < j_; i_++, j_--) {                                                        \
+            uint64_t a_ = (src)[i_], z_ = (src)[j_];                                         \
+            (dst)[lo_[(a_ >> (shift)) & 0xffu]++] = a_ & (mask);                             \
+            (dst)[--hi_[(z_ >> (shift)) & 0xffu]] = z_ & (mask);                             \
+        }                                                                                    \
+        if (i_ == j_) (dst)[lo_[((src)[i_] >> (shift)) & 0xffu]] = (src)[i_] & (mask);       \
+    } while (0)
+
+static int argsort_packed_stack(const char *d, int64_t *idx, ptrdiff_t n)
+{
+    uint64_t tmp[ARG_STACK_MAX];
+    uint64_t *u = (uint64_t *)idx;
+    uint32_t c[4][256];
+    memset(c, 0, sizeof c);
+    for (ptrdiff_t i = 0; i < n; i++) {
+        uint64_t ix = (uint64_t)idx[i];
+        if (ix > PACK_MASK) {
+            for (ptrdiff_t j = 0; j < i; j++) u[j] &= PACK_MASK;
+            return 1;
+        }
+        uint16_t k = sort_key(ld16(d + 2 * (ptrdiff_t)ix));
+        c[(i & 1)][k & 0xff]++;
+        c[2 + (i & 1)][k >> 8]++;
+        u[i] = ((uint64_t)k << PACK_SHIFT) | ix;
+    }
+    for (int b = 0; b < 256; b++) {
+        c[0][b] += c[1][b];
+        c[2][b] += c[3][b];
+    }
+    int skip0 = one_bucket(c[0], n), skip1 = one_bucket(c[2], n);
+    if (!skip0 && !skip1) {
+        SCATTER2_U64(u, tmp, n, c[0], PACK_SHIFT, ~(uint64_t)0);
+        SCATTER2_U64(tmp, u, n, c[2], PACK_SHIFT + 8, PACK_MASK);
+    } else if (!skip1) {
+        SCATTER2_U64(u, tmp, n, c[2], PACK_SHIFT + 8, PACK_MASK);
+        memcpy(u, tmp, (size_t)n * sizeof(uint64_t));
+    } else if (!skip0) {
+        SCATTER2_U64(u, tmp, n, c[0], PACK_SHIFT, PACK_MASK);
+        memcpy(u, tmp, (size_t)n * sizeof(uint64_t));
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) u[i] &= PACK_MASK;
+    }
+    return 0;
+}
+
 
 int bf16_argsort_stable(const void *data, int64_t *idx, ptrdiff_t n)
 {
@@ -961,7 +1021,7 @@ int bf16_argsort_stable(const void *data, int64_t *idx, ptrdiff_t n)
         return 0;
     }
     if ((size_t)n > (size_t)PTRDIFF_MAX / 16) return -1;
-    int rc = argsort_packed(d, idx, n);
+    int rc = n <= ARG_STACK_MAX ? argsort_packed_stack(d, idx, n) : argsort_packed(d, idx, n);
     if (rc != 1) return rc;
     return argsort_unpacked(d, idx, n);
 }
