@@ -1000,10 +1000,88 @@ static int argsort_packed_stack(const char *d, int64_t *idx, ptrdiff_t n)
 }
 
 
+#if defined(BF16K_X86)
+/*
+ * AVX-512 argsort of n <= ARG_NET_MAX: words (sort_key << 16 | position) are all distinct, so
+ * any sort of them (here a bitonic network, 16 words per register) is the stable order.
+ */
+#define ARG_NET_MAX 64
+#define LANES16_CLEAR(j) ((j) == 1 ? 0x5555u : (j) == 2 ? 0x3333u : (j) == 4 ? 0x0f0fu : 0x00ffu)
+
+KTARGET_AVX512 static inline __m512i net32_partner(__m512i x, int j)
+{
+    switch (j) {
+    case 1: return _mm512_shuffle_epi32(x, _MM_PERM_CDAB);
+    case 2: return _mm512_shuffle_epi32(x, _MM_PERM_BADC);
+    case 4: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(2, 3, 0, 1));
+    default: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(1, 0, 3, 2));
+    }
+}
+
+KTARGET_AVX512 static inline __attribute__((always_inline)) void net32_sort(__m512i *v, int R)
+{
+#pragma GCC unroll 8
+    for (int k = 2; k <= 16 * R; k <<= 1) {
+#pragma GCC unroll 8
+        for (int j = k >> 1; j > 0; j >>= 1) {
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                if (j >= 16) {
+                    int jr = j >> 4, p = r | jr;
+                    if (r & jr) continue;
+                    __m512i mn = _mm512_min_epu32(v[r], v[p]), mx = _mm512_max_epu32(v[r], v[p]);
+                    int asc = ((r * 16) & k) == 0;
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                } else {
+                    __mmask16 lo;
+                    if (k <= 8) lo = (__mmask16)~(LANES16_CLEAR(j) ^ LANES16_CLEAR(k));
+                    else lo = (__mmask16)((((r * 16) & k) == 0) ? LANES16_CLEAR(j) : ~LANES16_CLEAR(j));
+                    __m512i y = net32_partner(v[r], j);
+                    v[r] = _mm512_mask_blend_epi32(lo, _mm512_max_epu32(v[r], y),
+                                                   _mm512_min_epu32(v[r], y));
+                }
+            }
+        }
+    }
+}
+
+KTARGET_AVX512 static inline __attribute__((always_inline)) void arg_net_n(const char *d,
+                                                                           int64_t *idx,
+                                                                           ptrdiff_t n, int R)
+{
+    uint32_t w[ARG_NET_MAX] __attribute__((aligned(64)));
+    int64_t saved[ARG_NET_MAX];
+    for (ptrdiff_t i = 0; i < n; i++) {
+        saved[i] = idx[i];
+        w[i] = ((uint32_t)sort_key(ld16(d + 2 * idx[i])) << 16) | (uint32_t)i;
+    }
+    for (ptrdiff_t i = n; i < 16 * R; i++) w[i] = 0xffffffffu;
+    __m512i v[4];
+    for (int r = 0; r < R; r++) v[r] = _mm512_load_si512(w + 16 * r);
+    net32_sort(v, R);
+    for (int r = 0; r < R; r++) _mm512_store_si512(w + 16 * r, v[r]);
+    for (ptrdiff_t i = 0; i < n; i++) idx[i] = saved[w[i] & 0xffffu];
+}
+
+KTARGET_AVX512 static void argsort_net_avx512(const char *d, int64_t *idx, ptrdiff_t n)
+{
+    if (n <= 16) arg_net_n(d, idx, n, 1);
+    else if (n <= 32) arg_net_n(d, idx, n, 2);
+    else arg_net_n(d, idx, n, 4);
+}
+#endif
+
 int bf16_argsort_stable(const void *data, int64_t *idx, ptrdiff_t n)
 {
     const char *d = (const char *)data;
     if (n < 2) return 0;
+#if defined(BF16K_X86)
+    if (n <= ARG_NET_MAX && bf16_cpu_tier() >= BF16_TIER_AVX512) {
+        argsort_net_avx512(d, idx, n);
+        return 0;
+    }
+#endif
     if (n <= ARG_INSERTION_MAX) {
         uint16_t key[ARG_INSERTION_MAX];
         for (ptrdiff_t i = 0; i < n; i++) key[i] = sort_key(ld16(d + 2 * idx[i]));
