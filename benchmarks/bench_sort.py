@@ -50,6 +50,8 @@ def build_sort(ctx: Context) -> Section:
                     ctx, section, name, size, setup, work=n
                 ),
             )
+    if ctx.settings.sizes:  # --sizes names array sizes: the row tables have their own shapes
+        return section
     row_total = FULL_ROW_TOTAL if not ctx.settings.quick else QUICK_ROW_TOTAL
     for n in ctx.settings.pick_sizes(FULL_ROW_LENGTHS, QUICK_ROW_LENGTHS):
         rows = row_total // n
