@@ -4,14 +4,22 @@
  * numpy order: ascending, NaNs last, -0.0 == +0.0. The comparison key is bf16_sort_key() from
  * bf16.h (NaNs all map to 0xffff, both zeros to the same key).
  *
- *  - tiny n (<= 48): stable insertion sort on the key;
- *  - mid n (< 8192): stable LSD radix sort, two passes of 8 bits on the key, via a temp buffer;
- *  - large n (values): counting sort over the 65,536 raw bit patterns. The sorted array is
+ * Values (numpy calls this once per row of an axis sort, so short rows matter):
+ *  - rows are relabelled with order keys (order_key: one-to-one and increasing) and sorted as
+ *    plain 16-bit integers: AVX-512 bitonic network (n <= 256), bitonic merges of 256-key
+ *    blocks (n <= 16384; stack buffer up to 8192), else tiny n (<= 48) insertion sort and a
+ *    two-pass LSD radix sort of the keys (n <= 16384; stack buffer up to 8192);
+ *  - a row holding both zeros or several NaN patterns ("ambiguous": a key sort would not keep
+ *    their input order) takes the stable radix sort on bf16_sort_key below 8192, and, for the
+ *    stable variant, the counting sort from 8192 on;
+ *  - larger n: counting sort over the 65,536 raw bit patterns. The sorted array is
  *    regenerated from the counts, so equal-comparing patterns (the two zeros, the NaN payloads)
  *    come out grouped by pattern; the stable variant first copies those special elements in
- *    input order and puts them back;
- *  - argsort: stable LSD radix sort of (key << 48 | index) words with software
- *    write-combining, or of separate key/index arrays if an index does not fit in 48 bits.
+ *    input order and puts them back. The key sort gives the same grouping (order_key);
+ *  - argsort: AVX-512 network of (key << 16 | position) words (n <= 64), insertion sort
+ *    (n <= 32), then a stable LSD radix sort of (key << 48 | index) words, in a stack buffer
+ *    up to 2048 and with software write-combining beyond, or of separate key/index arrays if an
+ *    index does not fit in 48 bits.
  * If a buffer cannot be allocated the value sorts fall back to an in-place O(n log n) path.
  */
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
@@ -36,7 +44,7 @@
 
 #define INSERTION_MAX 48          /* n up to this: insertion sort */
 #define COUNTING_MIN 8192         /* n from this: counting sort (values) */
-#define KEYSORT_MAX 65536         /* n below this: radix sort of order keys */
+#define KEYSORT_MAX 16384         /* n up to this: sort of order keys */
 #define STACK_ELEMS 8192          /* radix buffer on the stack up to this n (16 KiB) */
 #define NPAT 65536
 
@@ -546,12 +554,13 @@ KTARGET_AVX512 static int net_sort_avx512(char *d, ptrdiff_t n)
 }
 
 /*
- * NET_MAX < n <= BITONIC_MAX: the keys, padded with 0xffff to a power of two, in a stack
- * buffer; blocks of 256 sorted in registers, then merged by a bitonic merger (the second run
+ * NET_MAX < n <= BITONIC_MAX: the keys, padded with 0xffff to a power of two, in a buffer
+ * (on the stack up to BITONIC_STACK); blocks of 256 sorted in registers, then merged by a bitonic merger (the second run
  * reversed against the first, then half-cleaners); the stages within a block of 256 run in
  * registers, the wider ones as passes over the buffer (it stays in L1).
  */
-#define BITONIC_MAX 8192
+#define BITONIC_MAX 16384
+#define BITONIC_STACK 8192 /* buffer on the stack up to this n (16 KiB) */
 
 /* half-cleaners of distance 128 .. 1 on the 256 keys in v[0..8), all ascending */
 KTARGET_AVX512 static inline __attribute__((always_inline)) void net_merge256(__m512i *v)
@@ -573,22 +582,22 @@ KTARGET_AVX512 static inline __attribute__((always_inline)) void net_merge256(__
     }
 }
 
-KTARGET_AVX512 static int bitonic_sort_avx512(char *d, ptrdiff_t n)
+/* buf: room for n rounded up to a power of two (at least 512) */
+KTARGET_AVX512 static int bitonic_sort_buf(char *d, ptrdiff_t n, uint16_t *buf)
 {
-    uint16_t buf[BITONIC_MAX] __attribute__((aligned(64)));
     ptrdiff_t p2 = 2 * NET_MAX;
     while (p2 < n) p2 <<= 1;
     amb_acc a;
     amb_init(&a);
     for (ptrdiff_t i = 0; i < p2; i += 32)
-        _mm512_store_si512(buf + i, load_keys32(d + 2 * i, first_lanes(n - i), &a));
+        _mm512_storeu_si512(buf + i, load_keys32(d + 2 * i, first_lanes(n - i), &a));
     if (amb_found(&a)) return 0;
 
     __m512i v[8];
     for (ptrdiff_t b = 0; b < p2; b += 256) {
-        for (int r = 0; r < 8; r++) v[r] = _mm512_load_si512(buf + b + 32 * r);
+        for (int r = 0; r < 8; r++) v[r] = _mm512_loadu_si512(buf + b + 32 * r);
         net_sort(v, 8);
-        for (int r = 0; r < 8; r++) _mm512_store_si512(buf + b + 32 * r, v[r]);
+        for (int r = 0; r < 8; r++) _mm512_storeu_si512(buf + b + 32 * r, v[r]);
     }
     const __m512i rev = _mm512_set_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                          17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
@@ -597,31 +606,46 @@ KTARGET_AVX512 static int bitonic_sort_avx512(char *d, ptrdiff_t n)
         for (ptrdiff_t s = 0; s < p2; s += 2 * L) {
             for (ptrdiff_t i = 0; i < L; i += 32) {
                 uint16_t *pa = buf + s + i, *pb = buf + s + 2 * L - 32 - i;
-                __m512i x = _mm512_load_si512(pa);
-                __m512i y = _mm512_permutexvar_epi16(rev, _mm512_load_si512(pb));
-                _mm512_store_si512(pa, _mm512_min_epu16(x, y));
-                _mm512_store_si512(pb, _mm512_permutexvar_epi16(rev, _mm512_max_epu16(x, y)));
+                __m512i x = _mm512_loadu_si512(pa);
+                __m512i y = _mm512_permutexvar_epi16(rev, _mm512_loadu_si512(pb));
+                _mm512_storeu_si512(pa, _mm512_min_epu16(x, y));
+                _mm512_storeu_si512(pb, _mm512_permutexvar_epi16(rev, _mm512_max_epu16(x, y)));
             }
         }
         for (ptrdiff_t j = L / 2; j >= 256; j >>= 1) {
             for (ptrdiff_t s = 0; s < p2; s += 2 * j) {
                 for (ptrdiff_t i = s; i < s + j; i += 32) {
-                    __m512i x = _mm512_load_si512(buf + i), y = _mm512_load_si512(buf + i + j);
-                    _mm512_store_si512(buf + i, _mm512_min_epu16(x, y));
-                    _mm512_store_si512(buf + i + j, _mm512_max_epu16(x, y));
+                    __m512i x = _mm512_loadu_si512(buf + i), y = _mm512_loadu_si512(buf + i + j);
+                    _mm512_storeu_si512(buf + i, _mm512_min_epu16(x, y));
+                    _mm512_storeu_si512(buf + i + j, _mm512_max_epu16(x, y));
                 }
             }
         }
         for (ptrdiff_t b = 0; b < p2; b += 256) {
-            for (int r = 0; r < 8; r++) v[r] = _mm512_load_si512(buf + b + 32 * r);
+            for (int r = 0; r < 8; r++) v[r] = _mm512_loadu_si512(buf + b + 32 * r);
             net_merge256(v);
-            for (int r = 0; r < 8; r++) _mm512_store_si512(buf + b + 32 * r, v[r]);
+            for (int r = 0; r < 8; r++) _mm512_storeu_si512(buf + b + 32 * r, v[r]);
         }
     }
     for (ptrdiff_t i = 0; i < n; i += 32)
         _mm512_mask_storeu_epi16(d + 2 * i, first_lanes(n - i),
-                                 order_val32(_mm512_load_si512(buf + i)));
+                                 order_val32(_mm512_loadu_si512(buf + i)));
     return 1;
+}
+/* returns 0 (d untouched) if the row is ambiguous or no buffer could be allocated */
+KTARGET_AVX512 static int bitonic_sort_avx512(char *d, ptrdiff_t n)
+{
+    if (n <= BITONIC_STACK) {
+        uint16_t buf[BITONIC_STACK];
+        return bitonic_sort_buf(d, n, buf);
+    }
+    ptrdiff_t p2 = BITONIC_STACK;
+    while (p2 < n) p2 <<= 1;
+    uint16_t *buf = (uint16_t *)malloc((size_t)p2 * 2);
+    if (!buf) return 0;
+    int done = bitonic_sort_buf(d, n, buf);
+    free(buf);
+    return done;
 }
 #endif
 
@@ -780,7 +804,7 @@ static void sort_values_impl(void *data, ptrdiff_t n, int stable)
         insertion_sort_values(d, n);
         return;
     }
-    if (n < KEYSORT_MAX) {
+    if (n <= KEYSORT_MAX) {
         char stackbuf[2 * STACK_ELEMS];
         char *tmp = n <= STACK_ELEMS ? stackbuf : (char *)malloc((size_t)n * 2);
         if (tmp) {
