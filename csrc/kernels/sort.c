@@ -812,7 +812,7 @@ static void sort_values_impl(void *data, ptrdiff_t n, int stable)
             if (!to_keys(d, n, tier) || (!stable && n >= COUNTING_MIN)) {
                 radix_sort_keys(d, n, tmp, tier);
             } else {
-                /* ambiguous row: keep today's order of the zeros and NaNs */
+                /* ambiguous row: the stable sorts keep the zeros and NaNs in input order */
                 from_keys(d, n, tier);
                 if (n < COUNTING_MIN) radix_sort_values(d, n, tmp);
                 else done = 0;
