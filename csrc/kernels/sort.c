@@ -6,7 +6,7 @@
  *
  * Values (numpy calls this once per row of an axis sort, so short rows matter):
  *  - rows are relabelled with order keys (order_key: one-to-one and increasing) and sorted as
- *    plain 16-bit integers: AVX-512 bitonic network (n <= 256), bitonic merges of 256-key
+ *    plain 16-bit integers: AVX-512 bitonic network (5 <= n <= 256), bitonic merges of 256-key
  *    blocks (n <= 16384; stack buffer up to 8192), else tiny n (<= 48) insertion sort and a
  *    two-pass LSD radix sort of the keys (n <= 16384; stack buffer up to 8192);
  *  - a row holding both zeros or several NaN patterns ("ambiguous": a key sort would not keep
@@ -402,6 +402,7 @@ static void radix_sort_keys(char *d, ptrdiff_t n, char *tmp, bf16_tier tier)
 /* AVX-512 sorting network for n <= NET_MAX: order keys in 1, 2, 4 or 8 zmm registers         */
 
 #if defined(BF16K_X86)
+#define NET_MIN 5 /* shorter rows: insertion sort is faster */
 #define NET_MAX 256
 
 /* lanes of a 32 x 16-bit register whose lane index has bit j clear */
@@ -428,11 +429,13 @@ KTARGET_AVX512 static inline __m512i net_stage(__m512i x, int j, __mmask32 lomas
     return _mm512_mask_blend_epi16(lomask, _mm512_max_epu16(x, y), _mm512_min_epu16(x, y));
 }
 
-/* Bitonic sort of the 32 * R keys in v[0..R) (element r * 32 + lane), ascending. */
-KTARGET_AVX512 static inline __attribute__((always_inline)) void net_sort(__m512i *v, int R)
+/* Bitonic sort of the 32 * R keys in v[0..R) (element r * 32 + lane), ascending; with
+ * kmax < 32 * R, each run of kmax keys is sorted, alternately ascending and descending. */
+KTARGET_AVX512 static inline __attribute__((always_inline)) void net_sort(__m512i *v, int R,
+                                                                          int kmax)
 {
 #pragma GCC unroll 8
-    for (int k = 2; k <= 32 * R; k <<= 1) {
+    for (int k = 2; k <= kmax; k <<= 1) {
 #pragma GCC unroll 8
         for (int j = k >> 1; j > 0; j >>= 1) {
             if (j >= 32) {
@@ -491,24 +494,26 @@ KTARGET_AVX512 static inline __m512i order_val32(__m512i k)
 
 /* Ambiguity (see to_keys) accumulated over registers of raw patterns. */
 typedef struct {
-    __mmask32 negz, posz;
+    __mmask32 negz, posz, nan;
     __m512i nor, nand;
 } amb_acc;
 
 KTARGET_AVX512 static inline void amb_init(amb_acc *a)
 {
-    a->negz = a->posz = 0;
+    a->negz = a->posz = a->nan = 0;
     a->nor = _mm512_setzero_si512();
     a->nand = _mm512_set1_epi16(-1);
 }
 
 KTARGET_AVX512 static inline int amb_found(const amb_acc *a)
 {
+    if (a->negz && a->posz) return 1;
+    if (!a->nan) return 0;
     uint32_t o = (uint32_t)_mm512_reduce_or_epi32(a->nor);
     uint32_t n = (uint32_t)_mm512_reduce_and_epi32(a->nand);
     o = (o | (o >> 16)) & 0xffffu;
     n = n & (n >> 16);
-    return (a->negz && a->posz) || (o & ~n & 0xffffu);
+    return (o & ~n & 0xffffu) != 0;
 }
 
 KTARGET_AVX512 static inline __mmask32 first_lanes(ptrdiff_t m)
@@ -516,41 +521,82 @@ KTARGET_AVX512 static inline __mmask32 first_lanes(ptrdiff_t m)
     return m >= 32 ? ~(__mmask32)0 : m <= 0 ? 0 : (((__mmask32)1 << m) - 1);
 }
 
-/* The order keys of the `valid` lanes at p; the other lanes get 0xffff (sorted last). */
-KTARGET_AVX512 static inline __m512i load_keys32(const char *p, __mmask32 valid, amb_acc *a)
+/*
+ * Store the first m lanes of x (m >= 1) with plain stores of exactly 2m bytes. A masked
+ * 64-byte store would do, but the next row's load overlaps its 64 bytes and waits for it to
+ * retire (a row sort of n = 16 took three times as long).
+ */
+KTARGET_AVX512 static inline void store_lanes(char *dst, __m512i x, ptrdiff_t m)
 {
-    const __m512i one = _mm512_set1_epi16(0x3f80); /* filler: not a zero, not a NaN */
-    __m512i h = _mm512_mask_loadu_epi16(one, valid, p);
+    if (m >= 32) {
+        _mm512_storeu_si512(dst, x);
+        return;
+    }
+    uint16_t t[32] __attribute__((aligned(64)));
+    _mm512_store_si512(t, x);
+    const char *s = (const char *)t;
+    size_t bytes = (size_t)m * 2;
+    /* two overlapping pieces of the largest power of two <= bytes cover them exactly */
+    if (bytes >= 32) {
+        memcpy(dst, s, 32);
+        memcpy(dst + bytes - 32, s + bytes - 32, 32);
+    } else if (bytes >= 16) {
+        memcpy(dst, s, 16);
+        memcpy(dst + bytes - 16, s + bytes - 16, 16);
+    } else if (bytes >= 8) {
+        memcpy(dst, s, 8);
+        memcpy(dst + bytes - 8, s + bytes - 8, 8);
+    } else if (bytes >= 4) {
+        memcpy(dst, s, 4);
+        memcpy(dst + bytes - 4, s + bytes - 4, 4);
+    } else {
+        memcpy(dst, s, 2);
+    }
+}
+
+/* The order keys of the `valid` lanes at p; the other lanes get 0xffff (sorted last). */
+#define FILLER 0x3f80 /* lanes past the end: not a zero, not a NaN */
+
+KTARGET_AVX512 static inline __m512i keys_of32(__m512i h, __mmask32 valid, amb_acc *a)
+{
     __mmask32 nan = _mm512_cmpgt_epu16_mask(
         _mm512_and_si512(h, _mm512_set1_epi16((short)BF16_ABS)), _mm512_set1_epi16((short)BF16_INF));
     a->negz |= _mm512_cmpeq_epi16_mask(h, _mm512_set1_epi16((short)BF16_SIGN));
     a->posz |= _mm512_cmpeq_epi16_mask(h, _mm512_setzero_si512());
+    a->nan |= nan;
     a->nor = _mm512_or_si512(a->nor, _mm512_maskz_mov_epi16(nan, h));
     a->nand = _mm512_and_si512(a->nand, _mm512_mask_mov_epi16(_mm512_set1_epi16(-1), nan, h));
     return _mm512_mask_blend_epi16(valid, _mm512_set1_epi16(-1), order_key32(h));
 }
 
+KTARGET_AVX512 static inline __m512i load_keys32(const char *p, __mmask32 valid, amb_acc *a)
+{
+    return keys_of32(_mm512_mask_loadu_epi16(_mm512_set1_epi16(FILLER), valid, p), valid, a);
+}
+
+/* kmax: see net_sort (16 when n <= 16: the first 16 lanes alone) */
 KTARGET_AVX512 static inline __attribute__((always_inline)) int net_sort_n(char *d, ptrdiff_t n,
-                                                                            int R)
+                                                                            int R, int kmax)
 {
     __m512i v[8];
     amb_acc a;
     amb_init(&a);
     for (int r = 0; r < R; r++) v[r] = load_keys32(d + 64 * r, first_lanes(n - 32 * r), &a);
     if (amb_found(&a)) return 0;
-    net_sort(v, R);
+    net_sort(v, R, kmax);
     for (int r = 0; r < R; r++)
-        _mm512_mask_storeu_epi16(d + 64 * r, first_lanes(n - 32 * r), order_val32(v[r]));
+        if (n > 32 * r) store_lanes(d + 64 * r, order_val32(v[r]), n - 32 * r);
     return 1;
 }
 
 /* returns 0 (d untouched) if the row is ambiguous (see to_keys) */
 KTARGET_AVX512 static int net_sort_avx512(char *d, ptrdiff_t n)
 {
-    if (n <= 32) return net_sort_n(d, n, 1);
-    if (n <= 64) return net_sort_n(d, n, 2);
-    if (n <= 128) return net_sort_n(d, n, 4);
-    return net_sort_n(d, n, 8);
+    if (n <= 16) return net_sort_n(d, n, 1, 16);
+    if (n <= 32) return net_sort_n(d, n, 1, 32);
+    if (n <= 64) return net_sort_n(d, n, 2, 64);
+    if (n <= 128) return net_sort_n(d, n, 4, 128);
+    return net_sort_n(d, n, 8, 256);
 }
 
 /*
@@ -596,7 +642,7 @@ KTARGET_AVX512 static int bitonic_sort_buf(char *d, ptrdiff_t n, uint16_t *buf)
     __m512i v[8];
     for (ptrdiff_t b = 0; b < p2; b += 256) {
         for (int r = 0; r < 8; r++) v[r] = _mm512_loadu_si512(buf + b + 32 * r);
-        net_sort(v, 8);
+        net_sort(v, 8, 256);
         for (int r = 0; r < 8; r++) _mm512_storeu_si512(buf + b + 32 * r, v[r]);
     }
     const __m512i rev = _mm512_set_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
@@ -796,7 +842,7 @@ static void sort_values_impl(void *data, ptrdiff_t n, int stable)
     if (n < 2) return;
     bf16_tier tier = bf16_cpu_tier();
 #if defined(BF16K_X86)
-    if (tier >= BF16_TIER_AVX512 && n <= BITONIC_MAX &&
+    if (tier >= BF16_TIER_AVX512 && n >= NET_MIN && n <= BITONIC_MAX &&
         (n <= NET_MAX ? net_sort_avx512(d, n) : bitonic_sort_avx512(d, n)))
         return;
 #endif
