@@ -575,29 +575,46 @@ KTARGET_AVX512 static inline __m512i load_keys32(const char *p, __mmask32 valid,
     return keys_of32(_mm512_mask_loadu_epi16(_mm512_set1_epi16(FILLER), valid, p), valid, a);
 }
 
-/* kmax: see net_sort (16 when n <= 16: the first 16 lanes alone) */
+/* kmax: see net_sort (16 when n <= 16: the first 16 lanes alone). The keys go through a small
+ * buffer: loaded straight into v[], GCC kept v[] in memory and the network as loops. */
 KTARGET_AVX512 static inline __attribute__((always_inline)) int net_sort_n(char *d, ptrdiff_t n,
                                                                             int R, int kmax)
 {
+    uint16_t kb[NET_MAX] __attribute__((aligned(64)));
     __m512i v[8];
     amb_acc a;
     amb_init(&a);
-    for (int r = 0; r < R; r++) v[r] = load_keys32(d + 64 * r, first_lanes(n - 32 * r), &a);
-    if (amb_found(&a)) return 0;
-    net_sort(v, R, kmax);
     for (int r = 0; r < R; r++)
-        if (n > 32 * r) store_lanes(d + 64 * r, order_val32(v[r]), n - 32 * r);
+        _mm512_store_si512(kb + 32 * r, load_keys32(d + 64 * r, first_lanes(n - 32 * r), &a));
+    if (amb_found(&a)) return 0;
+    for (int r = 0; r < R; r++) v[r] = _mm512_load_si512(kb + 32 * r);
+    net_sort(v, R, kmax);
+    for (int r = 0; r < R; r++) _mm512_store_si512(kb + 32 * r, order_val32(v[r]));
+    for (ptrdiff_t i = 0; i < n; i += 32) store_lanes(d + 2 * i, _mm512_load_si512(kb + i), n - i);
     return 1;
 }
+
+/* one function per size: inlined into one, the larger networks were left as loops with the
+ * registers in memory (twice as slow) */
+#define DEFINE_NET_ROWS(R, kmax)                                                             \
+    KTARGET_AVX512 __attribute__((noinline)) static int net_rows##kmax(char *d, ptrdiff_t n) \
+    {                                                                                        \
+        return net_sort_n(d, n, R, kmax);                                                    \
+    }
+DEFINE_NET_ROWS(1, 16)
+DEFINE_NET_ROWS(1, 32)
+DEFINE_NET_ROWS(2, 64)
+DEFINE_NET_ROWS(4, 128)
+DEFINE_NET_ROWS(8, 256)
 
 /* returns 0 (d untouched) if the row is ambiguous (see to_keys) */
 KTARGET_AVX512 static int net_sort_avx512(char *d, ptrdiff_t n)
 {
-    if (n <= 16) return net_sort_n(d, n, 1, 16);
-    if (n <= 32) return net_sort_n(d, n, 1, 32);
-    if (n <= 64) return net_sort_n(d, n, 2, 64);
-    if (n <= 128) return net_sort_n(d, n, 4, 128);
-    return net_sort_n(d, n, 8, 256);
+    if (n <= 16) return net_rows16(d, n);
+    if (n <= 32) return net_rows32(d, n);
+    if (n <= 64) return net_rows64(d, n);
+    if (n <= 128) return net_rows128(d, n);
+    return net_rows256(d, n);
 }
 
 /*
