@@ -4,14 +4,23 @@
  * numpy order: ascending, NaNs last, -0.0 == +0.0. The comparison key is bf16_sort_key() from
  * bf16.h (NaNs all map to 0xffff, both zeros to the same key).
  *
- *  - tiny n (<= 48): stable insertion sort on the key;
- *  - mid n (< 8192): stable LSD radix sort, two passes of 8 bits on the key, via a temp buffer;
- *  - large n (values): counting sort over the 65,536 raw bit patterns. The sorted array is
+ * Values (numpy calls this once per row of an axis sort, so short rows matter):
+ *  - rows are relabelled with order keys (order_key: one-to-one and increasing) and sorted as
+ *    plain 16-bit integers: AVX-512 bitonic network (5 <= n <= 256), bitonic merges of 256-key
+ *    blocks (n <= 1024, or up to 16384 when n fills 3/4 of a power of two; stack buffer up to
+ *    8192), else tiny n (<= 48) insertion sort and a two-pass LSD radix sort of the keys
+ *    (n <= 16384; stack buffer up to 8192);
+ *  - a row holding both zeros or several NaN patterns ("ambiguous": a key sort would not keep
+ *    their input order) takes the stable radix sort on bf16_sort_key below 8192, and, for the
+ *    stable variant, the counting sort from 8192 on;
+ *  - larger n: counting sort over the 65,536 raw bit patterns. The sorted array is
  *    regenerated from the counts, so equal-comparing patterns (the two zeros, the NaN payloads)
  *    come out grouped by pattern; the stable variant first copies those special elements in
- *    input order and puts them back;
- *  - argsort: stable LSD radix sort of (key << 48 | index) words with software
- *    write-combining, or of separate key/index arrays if an index does not fit in 48 bits.
+ *    input order and puts them back. The key sort gives the same grouping (order_key);
+ *  - argsort: AVX-512 network of (key << 16 | position) words (n <= 64), insertion sort
+ *    (n <= 32), then a stable LSD radix sort of (key << 48 | index) words, in a stack buffer
+ *    up to 2048 and with software write-combining beyond, or of separate key/index arrays if an
+ *    index does not fit in 48 bits.
  * If a buffer cannot be allocated the value sorts fall back to an in-place O(n log n) path.
  */
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
@@ -21,10 +30,13 @@
 #include "kernels.h"
 #include "kernels/internal.h"
 #include "bf16.h"
+#include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) && defined(__SSE2__)
+#if defined(BF16K_X86)
+#include <immintrin.h>
+#elif defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 #if defined(__linux__)
@@ -33,6 +45,8 @@
 
 #define INSERTION_MAX 48          /* n up to this: insertion sort */
 #define COUNTING_MIN 8192         /* n from this: counting sort (values) */
+#define KEYSORT_MAX 16384         /* n up to this: sort of order keys */
+#define STACK_ELEMS 8192          /* radix buffer on the stack up to this n (16 KiB) */
 #define NPAT 65536
 
 /*
@@ -191,40 +205,521 @@ static void sort_inplace_fallback(char *d, ptrdiff_t n)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* LSD radix sort of values (stable), two 8-bit passes on bf16_sort_key                       */
+/* LSD radix sort of values (stable), two 8-bit passes on sort_key; used for rows that hold   */
+/* both zeros or several NaN patterns, whose input order the order-key sort would not keep    */
 
-static int radix_sort_values(char *d, ptrdiff_t n)
+/*
+ * One counting-sort pass from src to dst (element offsets, 2-byte elements) by the digit
+ * (digit_of(element) >> shift) & 0xff. Two independent chains: one walks forwards from the
+ * start, filling each bucket from its start, the other walks backwards from the end, filling
+ * each bucket from its end. That keeps the pass stable and halves the store-to-load chain
+ * through the bucket offsets when consecutive elements share a bucket (skewed data).
+ */
+#define SCATTER2(src, dst, n, cnt, DIGIT, OUT)                                               \
+    do {                                                                                     \
+        uint32_t lo_[256], hi_[256], s_ = 0;                                                 \
+        for (int b_ = 0; b_ < 256; b_++) {                                                   \
+            lo_[b_] = s_;                                                                    \
+            s_ += (cnt)[b_];                                                                 \
+            hi_[b_] = s_;                                                                    \
+        }                                                                                    \
+        ptrdiff_t i_ = 0, j_ = (n) - 1;                                                      \
+        for (; i_ < j_; i_++, j_--) {                                                        \
+            uint16_t a_ = ld16((src) + 2 * i_), z_ = ld16((src) + 2 * j_);                   \
+            st16((dst) + 2 * (ptrdiff_t)lo_[DIGIT(a_)]++, OUT(a_));                          \
+            st16((dst) + 2 * (ptrdiff_t)--hi_[DIGIT(z_)], OUT(z_));                          \
+        }                                                                                    \
+        if (i_ == j_) {                                                                      \
+            uint16_t a_ = ld16((src) + 2 * i_);                                              \
+            st16((dst) + 2 * (ptrdiff_t)lo_[DIGIT(a_)], OUT(a_));                            \
+        }                                                                                    \
+    } while (0)
+
+#define SAME(v) (v)
+#define SKEY_LO(v) (sort_key(v) & 0xffu)
+#define SKEY_HI(v) (sort_key(v) >> 8)
+
+/* 1 if one bucket holds all n elements (the pass would be the identity) */
+static int one_bucket(const uint32_t *c, ptrdiff_t n)
 {
-    char *tmp = (char *)malloc((size_t)n * 2);
-    if (!tmp) return -1;
-    ptrdiff_t c0[256] = {0}, c1[256] = {0};
+    for (int b = 0; b < 256; b++)
+        if ((ptrdiff_t)c[b] == n) return 1;
+    return 0;
+}
+
+/* tmp: room for n elements; n < 2^32 */
+static void radix_sort_values(char *d, ptrdiff_t n, char *tmp)
+{
+    uint32_t c0[256] = {0}, c1[256] = {0};
     for (ptrdiff_t i = 0; i < n; i++) {
         uint16_t k = sort_key(ld16(d + 2 * i));
         c0[k & 0xff]++;
         c1[k >> 8]++;
     }
     char *src = d, *dst = tmp;
-    for (int pass = 0; pass < 2; pass++) {
-        ptrdiff_t *c = pass ? c1 : c0;
-        int shift = pass ? 8 : 0;
-        ptrdiff_t off[256], s = 0, maxc = 0;
-        for (int b = 0; b < 256; b++) {
-            off[b] = s;
-            s += c[b];
-            if (c[b] > maxc) maxc = c[b];
-        }
-        if (maxc == n) continue; /* all in one bucket: this pass is the identity */
-        for (ptrdiff_t i = 0; i < n; i++) {
-            uint16_t v = ld16(src + 2 * i);
-            unsigned b = (unsigned)(sort_key(v) >> shift) & 0xffu;
-            st16(dst + 2 * off[b]++, v);
-        }
-        char *t = src; src = dst; dst = t;
+    if (!one_bucket(c0, n)) {
+        SCATTER2(src, dst, n, c0, SKEY_LO, SAME);
+        src = tmp;
+        dst = d;
+    }
+    if (!one_bucket(c1, n)) {
+        SCATTER2(src, dst, n, c1, SKEY_HI, SAME);
+        src = dst;
     }
     if (src != d) memcpy(d, src, (size_t)n * 2);
-    free(tmp);
-    return 0;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* order keys: a sort of plain 16-bit integers                                                */
+
+/*
+ * order_key is a bijection of the 65,536 patterns onto 0..65535, increasing in numpy order:
+ * -inf -> 0, ..., -0.0 -> 0x7f80, +0.0 -> 0x7f81, ..., +inf -> 0xff01, then the NaNs in the
+ * order the counting sort writes them (0x7f81..0x7fff, then 0xff81..0xffff). Sorting the keys
+ * as integers and mapping them back with order_val therefore gives counting_sort_values's
+ * unstable output; and when a row has no two distinct patterns that compare equal (not both
+ * zeros, at most one NaN pattern), equal keys are equal patterns and every sort of the row,
+ * stable or not, gives the same bits. tests/test_kernels_sort.py checks all 65,536 patterns
+ * and rows with both zeros and several NaN payloads in every tier.
+ */
+KINLINE uint16_t order_key(uint16_t h)
+{
+    uint16_t mag = (uint16_t)(h & BF16_ABS), neg = (uint16_t)(0u - (unsigned)(h >> 15));
+    uint16_t nan = (uint16_t)(0u - (uint16_t)(mag > BF16_INF));
+    uint16_t kn = (uint16_t)((h ^ (neg | BF16_SIGN)) - 0x7fu);
+    uint16_t kq = (uint16_t)(mag + 0x7f81u + (neg & 127u));
+    return (uint16_t)((kn & ~nan) | (kq & nan));
+}
+
+KINLINE uint16_t order_val(uint16_t k)
+{
+    uint16_t nan = (uint16_t)(0u - (uint16_t)(k >= 0xff02u));
+    uint16_t t = (uint16_t)(k + 0x7fu);
+    uint16_t hn = (uint16_t)(t ^ ((uint16_t)((unsigned)(t >> 15) - 1u) | BF16_SIGN));
+    uint16_t r = (uint16_t)(k - 0xff02u);
+    uint16_t hq = (uint16_t)(r + 0x7f81u + ((uint16_t)(0u - (uint16_t)(r >= 127u)) & 0x7f81u));
+    return (uint16_t)((hn & ~nan) | (hq & nan));
+}
+
+/*
+ * Replace d[0..n) by its order keys; returns nonzero if the row is "ambiguous": it holds both
+ * -0.0 and +0.0, or two different NaN patterns (then a key sort loses their input order).
+ * Branch-free so that the compiler vectorises it for each tier.
+ */
+#define DEFINE_TO_KEYS(tier, attr)                                                           \
+    attr static int to_keys_##tier(char *d, ptrdiff_t n)                                     \
+    {                                                                                        \
+        uint16_t negz = 0, posz = 0, nor = 0, nand = 0xffffu;                                \
+        for (ptrdiff_t i = 0; i < n; i++) {                                                  \
+            uint16_t h = ld16(d + 2 * i);                                                    \
+            uint16_t nanm = (uint16_t)(0u - (uint16_t)((h & BF16_ABS) > BF16_INF));          \
+            negz |= (uint16_t)(0u - (uint16_t)(h == 0x8000u));                               \
+            posz |= (uint16_t)(0u - (uint16_t)(h == 0u));                                    \
+            nor |= (uint16_t)(h & nanm);                                                     \
+            nand &= (uint16_t)(h | ~nanm);                                                   \
+            st16(d + 2 * i, order_key(h));                                                   \
+        }                                                                                    \
+        return ((negz & posz) | (nor & ~nand)) != 0;                                         \
+    }
+
+DEFINE_TO_KEYS(baseline, )
+#if defined(BF16K_X86)
+DEFINE_TO_KEYS(avx2, KTARGET_AVX2)
+DEFINE_TO_KEYS(avx512, KTARGET_AVX512)
+#endif
+
+static int to_keys(char *d, ptrdiff_t n, bf16_tier tier)
+{
+#if defined(BF16K_X86)
+    if (tier >= BF16_TIER_AVX512) return to_keys_avx512(d, n);
+    if (tier >= BF16_TIER_AVX2) return to_keys_avx2(d, n);
+#endif
+    (void)tier;
+    return to_keys_baseline(d, n);
+}
+
+#define DEFINE_FROM_KEYS(tier, attr)                                                         \
+    attr static void from_keys_##tier(char *d, ptrdiff_t n)                                  \
+    {                                                                                        \
+        for (ptrdiff_t i = 0; i < n; i++) st16(d + 2 * i, order_val(ld16(d + 2 * i)));       \
+    }
+
+DEFINE_FROM_KEYS(baseline, )
+#if defined(BF16K_X86)
+DEFINE_FROM_KEYS(avx2, KTARGET_AVX2)
+DEFINE_FROM_KEYS(avx512, KTARGET_AVX512)
+#endif
+
+static void from_keys(char *d, ptrdiff_t n, bf16_tier tier)
+{
+#if defined(BF16K_X86)
+    if (tier >= BF16_TIER_AVX512) { from_keys_avx512(d, n); return; }
+    if (tier >= BF16_TIER_AVX2) { from_keys_avx2(d, n); return; }
+#endif
+    (void)tier;
+    from_keys_baseline(d, n);
+}
+
+#define KEY_LO(v) ((v) & 0xffu)
+#define KEY_HI(v) ((unsigned)(v) >> 8)
+
+/* d holds n order keys; sorts them and writes back the values. tmp: room for n elements. */
+static void radix_sort_keys(char *d, ptrdiff_t n, char *tmp, bf16_tier tier)
+{
+    /* two tables per digit (even/odd elements): consecutive increments of one counter would
+     * otherwise wait for each other */
+    uint32_t c[4][256];
+    memset(c, 0, sizeof c);
+    ptrdiff_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        uint16_t a = ld16(d + 2 * i), b = ld16(d + 2 * i + 2);
+        c[0][a & 0xff]++;
+        c[1][b & 0xff]++;
+        c[2][a >> 8]++;
+        c[3][b >> 8]++;
+    }
+    if (i < n) {
+        uint16_t a = ld16(d + 2 * i);
+        c[0][a & 0xff]++;
+        c[2][a >> 8]++;
+    }
+    for (int b = 0; b < 256; b++) {
+        c[0][b] += c[1][b];
+        c[2][b] += c[3][b];
+    }
+    int skip0 = one_bucket(c[0], n), skip1 = one_bucket(c[2], n);
+    if (!skip0 && !skip1) {
+        SCATTER2(d, tmp, n, c[0], KEY_LO, SAME);
+        SCATTER2(tmp, d, n, c[2], KEY_HI, SAME);
+    } else if (!skip0 || !skip1) {
+        if (skip0) SCATTER2(d, tmp, n, c[2], KEY_HI, SAME);
+        else SCATTER2(d, tmp, n, c[0], KEY_LO, SAME);
+        memcpy(d, tmp, (size_t)n * 2);
+    }
+    from_keys(d, n, tier);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* AVX-512 sorting network for n <= NET_MAX: order keys in 1, 2, 4 or 8 zmm registers         */
+
+#if defined(BF16K_X86)
+#define NET_MIN 5 /* shorter rows: insertion sort is faster */
+#define NET_MAX 256
+
+/* lanes of a 32 x 16-bit register whose lane index has bit j clear */
+#define LANES_CLEAR(j)                                                                       \
+    ((j) == 1 ? 0x55555555u : (j) == 2 ? 0x33333333u : (j) == 4 ? 0x0f0f0f0fu              \
+     : (j) == 8 ? 0x00ff00ffu : 0x0000ffffu)
+
+/* the register with lane i and lane i ^ j exchanged (j = 1, 2, 4, 8, 16) */
+KTARGET_AVX512 static inline __m512i net_partner(__m512i x, int j)
+{
+    switch (j) {
+    case 1: return _mm512_rol_epi32(x, 16);
+    case 2: return _mm512_shuffle_epi32(x, _MM_PERM_CDAB);
+    case 4: return _mm512_shuffle_epi32(x, _MM_PERM_BADC);
+    case 8: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(2, 3, 0, 1));
+    default: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(1, 0, 3, 2));
+    }
+}
+
+/* compare-exchange of lanes i and i ^ j; lanes in `lomask` keep the smaller one */
+KTARGET_AVX512 static inline __m512i net_stage(__m512i x, int j, __mmask32 lomask)
+{
+    __m512i y = net_partner(x, j);
+    return _mm512_mask_blend_epi16(lomask, _mm512_max_epu16(x, y), _mm512_min_epu16(x, y));
+}
+
+/* Bitonic sort of the 32 * R keys in v[0..R) (element r * 32 + lane), ascending; with
+ * kmax < 32 * R, each run of kmax keys is sorted, alternately ascending and descending. */
+KTARGET_AVX512 static inline __attribute__((always_inline)) void net_sort(__m512i *v, int R,
+                                                                          int kmax)
+{
+#pragma GCC unroll 8
+    for (int k = 2; k <= kmax; k <<= 1) {
+#pragma GCC unroll 8
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            if (j >= 32) {
+                int jr = j >> 5;
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    if (r & jr) continue;
+                    int p = r | jr;
+                    __m512i mn = _mm512_min_epu16(v[r], v[p]), mx = _mm512_max_epu16(v[r], v[p]);
+                    int asc = ((r * 32) & k) == 0;
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                }
+            } else {
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    __mmask32 lo;
+                    if (k <= 16) lo = (__mmask32)~(LANES_CLEAR(j) ^ LANES_CLEAR(k));
+                    else lo = (((r * 32) & k) == 0) ? LANES_CLEAR(j) : ~LANES_CLEAR(j);
+                    v[r] = net_stage(v[r], j, lo);
+                }
+            }
+        }
+    }
+}
+
+/* order_key / order_val on 32 lanes */
+KTARGET_AVX512 static inline __m512i order_key32(__m512i h)
+{
+    __m512i mag = _mm512_and_si512(h, _mm512_set1_epi16((short)BF16_ABS));
+    __m512i neg = _mm512_srai_epi16(h, 15);
+    __mmask32 nan = _mm512_cmpgt_epu16_mask(mag, _mm512_set1_epi16((short)BF16_INF));
+    __m512i kn = _mm512_sub_epi16(
+        _mm512_xor_si512(h, _mm512_or_si512(neg, _mm512_set1_epi16((short)BF16_SIGN))),
+        _mm512_set1_epi16(0x7f));
+    __m512i kq = _mm512_add_epi16(
+        mag, _mm512_add_epi16(_mm512_set1_epi16((short)0x7f81),
+                              _mm512_and_si512(neg, _mm512_set1_epi16(127))));
+    return _mm512_mask_blend_epi16(nan, kn, kq);
+}
+
+KTARGET_AVX512 static inline __m512i order_val32(__m512i k)
+{
+    __mmask32 nan = _mm512_cmpge_epu16_mask(k, _mm512_set1_epi16((short)0xff02));
+    __m512i t = _mm512_add_epi16(k, _mm512_set1_epi16(0x7f));
+    __m512i flip = _mm512_or_si512(_mm512_andnot_si512(_mm512_srai_epi16(t, 15),
+                                                       _mm512_set1_epi16(-1)),
+                                   _mm512_set1_epi16((short)BF16_SIGN));
+    __m512i hn = _mm512_xor_si512(t, flip);
+    __m512i r = _mm512_sub_epi16(k, _mm512_set1_epi16((short)0xff02));
+    __m512i hq = _mm512_add_epi16(r, _mm512_set1_epi16((short)0x7f81));
+    hq = _mm512_mask_add_epi16(hq, _mm512_cmpge_epu16_mask(r, _mm512_set1_epi16(127)), hq,
+                               _mm512_set1_epi16((short)0x7f81));
+    return _mm512_mask_blend_epi16(nan, hn, hq);
+}
+
+/* Ambiguity (see to_keys) accumulated over registers of raw patterns. */
+typedef struct {
+    __mmask32 negz, posz, nan;
+    __m512i nor, nand;
+} amb_acc;
+
+KTARGET_AVX512 static inline void amb_init(amb_acc *a)
+{
+    a->negz = a->posz = a->nan = 0;
+    a->nor = _mm512_setzero_si512();
+    a->nand = _mm512_set1_epi16(-1);
+}
+
+KTARGET_AVX512 static inline int amb_found(const amb_acc *a)
+{
+    if (a->negz && a->posz) return 1;
+    if (!a->nan) return 0;
+    uint32_t o = (uint32_t)_mm512_reduce_or_epi32(a->nor);
+    uint32_t n = (uint32_t)_mm512_reduce_and_epi32(a->nand);
+    o = (o | (o >> 16)) & 0xffffu;
+    n = n & (n >> 16);
+    return (o & ~n & 0xffffu) != 0;
+}
+
+KTARGET_AVX512 static inline __mmask32 first_lanes(ptrdiff_t m)
+{
+    return m >= 32 ? ~(__mmask32)0 : m <= 0 ? 0 : (((__mmask32)1 << m) - 1);
+}
+
+/*
+ * Store the first m lanes of x (m >= 1) with plain stores of exactly 2m bytes. A masked
+ * 64-byte store would do, but the next row's load overlaps its 64 bytes and waits for it to
+ * retire (a row sort of n = 16 took three times as long).
+ */
+KTARGET_AVX512 static inline void store_lanes(char *dst, __m512i x, ptrdiff_t m)
+{
+    if (m >= 32) {
+        _mm512_storeu_si512(dst, x);
+        return;
+    }
+    uint16_t t[32] __attribute__((aligned(64)));
+    _mm512_store_si512(t, x);
+    const char *s = (const char *)t;
+    size_t bytes = (size_t)m * 2;
+    /* two overlapping pieces of the largest power of two <= bytes cover them exactly */
+    if (bytes >= 32) {
+        memcpy(dst, s, 32);
+        memcpy(dst + bytes - 32, s + bytes - 32, 32);
+    } else if (bytes >= 16) {
+        memcpy(dst, s, 16);
+        memcpy(dst + bytes - 16, s + bytes - 16, 16);
+    } else if (bytes >= 8) {
+        memcpy(dst, s, 8);
+        memcpy(dst + bytes - 8, s + bytes - 8, 8);
+    } else if (bytes >= 4) {
+        memcpy(dst, s, 4);
+        memcpy(dst + bytes - 4, s + bytes - 4, 4);
+    } else {
+        memcpy(dst, s, 2);
+    }
+}
+
+/* The order keys of the `valid` lanes at p; the other lanes get 0xffff (sorted last). */
+#define FILLER 0x3f80 /* lanes past the end: not a zero, not a NaN */
+
+KTARGET_AVX512 static inline __m512i keys_of32(__m512i h, __mmask32 valid, amb_acc *a)
+{
+    __mmask32 nan = _mm512_cmpgt_epu16_mask(
+        _mm512_and_si512(h, _mm512_set1_epi16((short)BF16_ABS)), _mm512_set1_epi16((short)BF16_INF));
+    a->negz |= _mm512_cmpeq_epi16_mask(h, _mm512_set1_epi16((short)BF16_SIGN));
+    a->posz |= _mm512_cmpeq_epi16_mask(h, _mm512_setzero_si512());
+    a->nan |= nan;
+    a->nor = _mm512_or_si512(a->nor, _mm512_maskz_mov_epi16(nan, h));
+    a->nand = _mm512_and_si512(a->nand, _mm512_mask_mov_epi16(_mm512_set1_epi16(-1), nan, h));
+    return _mm512_mask_blend_epi16(valid, _mm512_set1_epi16(-1), order_key32(h));
+}
+
+KTARGET_AVX512 static inline __m512i load_keys32(const char *p, __mmask32 valid, amb_acc *a)
+{
+    return keys_of32(_mm512_mask_loadu_epi16(_mm512_set1_epi16(FILLER), valid, p), valid, a);
+}
+
+/* kmax: see net_sort (16 when n <= 16: the first 16 lanes alone). The keys go through a small
+ * buffer: loaded straight into v[], GCC kept v[] in memory and the network as loops. */
+KTARGET_AVX512 static inline __attribute__((always_inline)) int net_sort_n(char *d, ptrdiff_t n,
+                                                                            int R, int kmax)
+{
+    uint16_t kb[NET_MAX] __attribute__((aligned(64)));
+    __m512i v[8];
+    amb_acc a;
+    amb_init(&a);
+    for (int r = 0; r < R; r++)
+        _mm512_store_si512(kb + 32 * r, load_keys32(d + 64 * r, first_lanes(n - 32 * r), &a));
+    if (amb_found(&a)) return 0;
+    for (int r = 0; r < R; r++) v[r] = _mm512_load_si512(kb + 32 * r);
+    net_sort(v, R, kmax);
+    for (int r = 0; r < R; r++) _mm512_store_si512(kb + 32 * r, order_val32(v[r]));
+    for (ptrdiff_t i = 0; i < n; i += 32) store_lanes(d + 2 * i, _mm512_load_si512(kb + i), n - i);
+    return 1;
+}
+
+/* one function per size: inlined into one, the larger networks were left as loops with the
+ * registers in memory (twice as slow) */
+#define DEFINE_NET_ROWS(R, kmax)                                                             \
+    KTARGET_AVX512 __attribute__((noinline)) static int net_rows##kmax(char *d, ptrdiff_t n) \
+    {                                                                                        \
+        return net_sort_n(d, n, R, kmax);                                                    \
+    }
+DEFINE_NET_ROWS(1, 16)
+DEFINE_NET_ROWS(1, 32)
+DEFINE_NET_ROWS(2, 64)
+DEFINE_NET_ROWS(4, 128)
+DEFINE_NET_ROWS(8, 256)
+
+/* returns 0 (d untouched) if the row is ambiguous (see to_keys) */
+KTARGET_AVX512 static int net_sort_avx512(char *d, ptrdiff_t n)
+{
+    if (n <= 16) return net_rows16(d, n);
+    if (n <= 32) return net_rows32(d, n);
+    if (n <= 64) return net_rows64(d, n);
+    if (n <= 128) return net_rows128(d, n);
+    return net_rows256(d, n);
+}
+
+/*
+ * NET_MAX < n <= BITONIC_MAX: the keys, padded with 0xffff to a power of two, in a buffer
+ * (on the stack up to BITONIC_STACK); blocks of 256 sorted in registers, then merged by a bitonic merger (the second run
+ * reversed against the first, then half-cleaners); the stages within a block of 256 run in
+ * registers, the wider ones as passes over the buffer (it stays in L1).
+ */
+#define BITONIC_MAX 16384
+#define BITONIC_STACK 8192 /* buffer on the stack up to this n (16 KiB) */
+
+/* half-cleaners of distance 128 .. 1 on the 256 keys in v[0..8), all ascending */
+KTARGET_AVX512 static inline __attribute__((always_inline)) void net_merge256(__m512i *v)
+{
+#pragma GCC unroll 4
+    for (int jr = 4; jr > 0; jr >>= 1) {
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            if (r & jr) continue;
+            __m512i mn = _mm512_min_epu16(v[r], v[r | jr]);
+            v[r | jr] = _mm512_max_epu16(v[r], v[r | jr]);
+            v[r] = mn;
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+#pragma GCC unroll 5
+        for (int j = 16; j > 0; j >>= 1) v[r] = net_stage(v[r], j, LANES_CLEAR(j));
+    }
+}
+
+/* buf: room for n rounded up to a power of two (at least 512) */
+KTARGET_AVX512 static int bitonic_sort_buf(char *d, ptrdiff_t n, uint16_t *buf)
+{
+    ptrdiff_t p2 = 2 * NET_MAX;
+    while (p2 < n) p2 <<= 1;
+    amb_acc a;
+    amb_init(&a);
+    for (ptrdiff_t i = 0; i < p2; i += 32)
+        _mm512_storeu_si512(buf + i, load_keys32(d + 2 * i, first_lanes(n - i), &a));
+    if (amb_found(&a)) return 0;
+
+    __m512i v[8];
+    for (ptrdiff_t b = 0; b < p2; b += 256) {
+        for (int r = 0; r < 8; r++) v[r] = _mm512_loadu_si512(buf + b + 32 * r);
+        net_sort(v, 8, 256);
+        for (int r = 0; r < 8; r++) _mm512_storeu_si512(buf + b + 32 * r, v[r]);
+    }
+    const __m512i rev = _mm512_set_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                         17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+    for (ptrdiff_t L = 256; L < p2; L <<= 1) {
+        /* element s + i against element s + 2L - 1 - i */
+        for (ptrdiff_t s = 0; s < p2; s += 2 * L) {
+            for (ptrdiff_t i = 0; i < L; i += 32) {
+                uint16_t *pa = buf + s + i, *pb = buf + s + 2 * L - 32 - i;
+                __m512i x = _mm512_loadu_si512(pa);
+                __m512i y = _mm512_permutexvar_epi16(rev, _mm512_loadu_si512(pb));
+                _mm512_storeu_si512(pa, _mm512_min_epu16(x, y));
+                _mm512_storeu_si512(pb, _mm512_permutexvar_epi16(rev, _mm512_max_epu16(x, y)));
+            }
+        }
+        for (ptrdiff_t j = L / 2; j >= 256; j >>= 1) {
+            for (ptrdiff_t s = 0; s < p2; s += 2 * j) {
+                for (ptrdiff_t i = s; i < s + j; i += 32) {
+                    __m512i x = _mm512_loadu_si512(buf + i), y = _mm512_loadu_si512(buf + i + j);
+                    _mm512_storeu_si512(buf + i, _mm512_min_epu16(x, y));
+                    _mm512_storeu_si512(buf + i + j, _mm512_max_epu16(x, y));
+                }
+            }
+        }
+        for (ptrdiff_t b = 0; b < p2; b += 256) {
+            for (int r = 0; r < 8; r++) v[r] = _mm512_loadu_si512(buf + b + 32 * r);
+            net_merge256(v);
+            for (int r = 0; r < 8; r++) _mm512_storeu_si512(buf + b + 32 * r, v[r]);
+        }
+    }
+    for (ptrdiff_t i = 0; i < n; i += 32)
+        store_lanes(d + 2 * i, order_val32(_mm512_loadu_si512(buf + i)), n - i);
+    return 1;
+}
+/* Padding to a power of two costs: from 1025 keys on, the radix sort is faster for rows
+ * that would fill less than 3/4 of it (measured on an Ice Lake Xeon). */
+static int bitonic_pays(ptrdiff_t n)
+{
+    ptrdiff_t p2 = 2 * NET_MAX;
+    while (p2 < n) p2 <<= 1;
+    return n <= 1024 || 4 * n >= 3 * p2;
+}
+
+/* returns 0 (d untouched) if the row is ambiguous or no buffer could be allocated */
+KTARGET_AVX512 static int bitonic_sort_avx512(char *d, ptrdiff_t n)
+{
+    if (n <= BITONIC_STACK) {
+        uint16_t buf[BITONIC_STACK];
+        return bitonic_sort_buf(d, n, buf);
+    }
+    ptrdiff_t p2 = BITONIC_STACK;
+    while (p2 < n) p2 <<= 1;
+    uint16_t *buf = (uint16_t *)malloc((size_t)p2 * 2);
+    if (!buf) return 0;
+    int done = bitonic_sort_buf(d, n, buf);
+    free(buf);
+    return done;
+}
+#endif
 
 /* ------------------------------------------------------------------------------------------ */
 /* counting sort over the 65,536 bit patterns                                                 */
@@ -371,11 +866,34 @@ static void sort_values_impl(void *data, ptrdiff_t n, int stable)
 {
     char *d = (char *)data;
     if (n < 2) return;
+    bf16_tier tier = bf16_cpu_tier();
+#if defined(BF16K_X86)
+    if (tier >= BF16_TIER_AVX512 && n >= NET_MIN && n <= BITONIC_MAX &&
+        (n <= NET_MAX ? net_sort_avx512(d, n) : bitonic_pays(n) && bitonic_sort_avx512(d, n)))
+        return;
+#endif
     if (n <= INSERTION_MAX) {
         insertion_sort_values(d, n);
         return;
     }
-    int rc = n >= COUNTING_MIN ? counting_sort_values(d, n, stable) : radix_sort_values(d, n);
+    if (n <= KEYSORT_MAX) {
+        char stackbuf[2 * STACK_ELEMS];
+        char *tmp = n <= STACK_ELEMS ? stackbuf : (char *)malloc((size_t)n * 2);
+        if (tmp) {
+            int done = 1;
+            if (!to_keys(d, n, tier) || (!stable && n >= COUNTING_MIN)) {
+                radix_sort_keys(d, n, tmp, tier);
+            } else {
+                /* ambiguous row: the stable sorts keep the zeros and NaNs in input order */
+                from_keys(d, n, tier);
+                if (n < COUNTING_MIN) radix_sort_values(d, n, tmp);
+                else done = 0;
+            }
+            if (tmp != stackbuf) free(tmp);
+            if (done) return;
+        }
+    }
+    int rc = n >= COUNTING_MIN ? counting_sort_values(d, n, stable) : -1;
     if (rc != 0) sort_inplace_fallback(d, n);
 }
 
@@ -517,11 +1035,149 @@ static int argsort_packed(const char *d, int64_t *idx, ptrdiff_t n)
 
 static int argsort_unpacked(const char *d, int64_t *idx, ptrdiff_t n);
 
+/*
+ * Mid n: the same packed words, with the buffer on the stack and plain two-chain scatters
+ * (write-combining only pays once the buckets' lines no longer stay in cache).
+ */
+#define ARG_STACK_MAX 2048
+
+#define SCATTER2_U64(src, dst, n, cnt, shift, mask)                                          \
+    do {                                                                                     \
+        uint32_t lo_[256], hi_[256], s_ = 0;                                                 \
+        for (int b_ = 0; b_ < 256; b_++) {                                                   \
+            lo_[b_] = s_;                                                                    \
+            s_ += (cnt)[b_];                                                                 \
+            hi_[b_] = s_;                                                                    \
+        }                                                                                    \
+        ptrdiff_t i_ = 0, j_ = (n) - 1;                                                      \
+        for (; i_ < j_; i_++, j_--) {                                                        \
+            uint64_t a_ = (src)[i_], z_ = (src)[j_];                                         \
+            (dst)[lo_[(a_ >> (shift)) & 0xffu]++] = a_ & (mask);                             \
+            (dst)[--hi_[(z_ >> (shift)) & 0xffu]] = z_ & (mask);                             \
+        }                                                                                    \
+        if (i_ == j_) (dst)[lo_[((src)[i_] >> (shift)) & 0xffu]] = (src)[i_] & (mask);       \
+    } while (0)
+
+static int argsort_packed_stack(const char *d, int64_t *idx, ptrdiff_t n)
+{
+    uint64_t tmp[ARG_STACK_MAX];
+    uint64_t *u = (uint64_t *)idx;
+    uint32_t c[4][256];
+    memset(c, 0, sizeof c);
+    for (ptrdiff_t i = 0; i < n; i++) {
+        uint64_t ix = (uint64_t)idx[i];
+        if (ix > PACK_MASK) {
+            for (ptrdiff_t j = 0; j < i; j++) u[j] &= PACK_MASK;
+            return 1;
+        }
+        uint16_t k = sort_key(ld16(d + 2 * (ptrdiff_t)ix));
+        c[(i & 1)][k & 0xff]++;
+        c[2 + (i & 1)][k >> 8]++;
+        u[i] = ((uint64_t)k << PACK_SHIFT) | ix;
+    }
+    for (int b = 0; b < 256; b++) {
+        c[0][b] += c[1][b];
+        c[2][b] += c[3][b];
+    }
+    int skip0 = one_bucket(c[0], n), skip1 = one_bucket(c[2], n);
+    if (!skip0 && !skip1) {
+        SCATTER2_U64(u, tmp, n, c[0], PACK_SHIFT, ~(uint64_t)0);
+        SCATTER2_U64(tmp, u, n, c[2], PACK_SHIFT + 8, PACK_MASK);
+    } else if (!skip1) {
+        SCATTER2_U64(u, tmp, n, c[2], PACK_SHIFT + 8, PACK_MASK);
+        memcpy(u, tmp, (size_t)n * sizeof(uint64_t));
+    } else if (!skip0) {
+        SCATTER2_U64(u, tmp, n, c[0], PACK_SHIFT, PACK_MASK);
+        memcpy(u, tmp, (size_t)n * sizeof(uint64_t));
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) u[i] &= PACK_MASK;
+    }
+    return 0;
+}
+
+
+#if defined(BF16K_X86)
+/*
+ * AVX-512 argsort of n <= ARG_NET_MAX: words (sort_key << 16 | position) are all distinct, so
+ * any sort of them (here a bitonic network, 16 words per register) is the stable order.
+ */
+#define ARG_NET_MAX 64
+#define LANES16_CLEAR(j) ((j) == 1 ? 0x5555u : (j) == 2 ? 0x3333u : (j) == 4 ? 0x0f0fu : 0x00ffu)
+
+KTARGET_AVX512 static inline __m512i net32_partner(__m512i x, int j)
+{
+    switch (j) {
+    case 1: return _mm512_shuffle_epi32(x, _MM_PERM_CDAB);
+    case 2: return _mm512_shuffle_epi32(x, _MM_PERM_BADC);
+    case 4: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(2, 3, 0, 1));
+    default: return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(1, 0, 3, 2));
+    }
+}
+
+KTARGET_AVX512 static inline __attribute__((always_inline)) void net32_sort(__m512i *v, int R)
+{
+#pragma GCC unroll 8
+    for (int k = 2; k <= 16 * R; k <<= 1) {
+#pragma GCC unroll 8
+        for (int j = k >> 1; j > 0; j >>= 1) {
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                if (j >= 16) {
+                    int jr = j >> 4, p = r | jr;
+                    if (r & jr) continue;
+                    __m512i mn = _mm512_min_epu32(v[r], v[p]), mx = _mm512_max_epu32(v[r], v[p]);
+                    int asc = ((r * 16) & k) == 0;
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                } else {
+                    __mmask16 lo;
+                    if (k <= 8) lo = (__mmask16)~(LANES16_CLEAR(j) ^ LANES16_CLEAR(k));
+                    else lo = (__mmask16)((((r * 16) & k) == 0) ? LANES16_CLEAR(j) : ~LANES16_CLEAR(j));
+                    __m512i y = net32_partner(v[r], j);
+                    v[r] = _mm512_mask_blend_epi32(lo, _mm512_max_epu32(v[r], y),
+                                                   _mm512_min_epu32(v[r], y));
+                }
+            }
+        }
+    }
+}
+
+KTARGET_AVX512 static inline __attribute__((always_inline)) void arg_net_n(const char *d,
+                                                                           int64_t *idx,
+                                                                           ptrdiff_t n, int R)
+{
+    uint32_t w[ARG_NET_MAX] __attribute__((aligned(64)));
+    int64_t saved[ARG_NET_MAX];
+    for (ptrdiff_t i = 0; i < n; i++) {
+        saved[i] = idx[i];
+        w[i] = ((uint32_t)sort_key(ld16(d + 2 * idx[i])) << 16) | (uint32_t)i;
+    }
+    for (ptrdiff_t i = n; i < 16 * R; i++) w[i] = 0xffffffffu;
+    __m512i v[4];
+    for (int r = 0; r < R; r++) v[r] = _mm512_load_si512(w + 16 * r);
+    net32_sort(v, R);
+    for (int r = 0; r < R; r++) _mm512_store_si512(w + 16 * r, v[r]);
+    for (ptrdiff_t i = 0; i < n; i++) idx[i] = saved[w[i] & 0xffffu];
+}
+
+KTARGET_AVX512 static void argsort_net_avx512(const char *d, int64_t *idx, ptrdiff_t n)
+{
+    if (n <= 16) arg_net_n(d, idx, n, 1);
+    else if (n <= 32) arg_net_n(d, idx, n, 2);
+    else arg_net_n(d, idx, n, 4);
+}
+#endif
 
 int bf16_argsort_stable(const void *data, int64_t *idx, ptrdiff_t n)
 {
     const char *d = (const char *)data;
     if (n < 2) return 0;
+#if defined(BF16K_X86)
+    if (n <= ARG_NET_MAX && bf16_cpu_tier() >= BF16_TIER_AVX512) {
+        argsort_net_avx512(d, idx, n);
+        return 0;
+    }
+#endif
     if (n <= ARG_INSERTION_MAX) {
         uint16_t key[ARG_INSERTION_MAX];
         for (ptrdiff_t i = 0; i < n; i++) key[i] = sort_key(ld16(d + 2 * idx[i]));
@@ -539,7 +1195,7 @@ int bf16_argsort_stable(const void *data, int64_t *idx, ptrdiff_t n)
         return 0;
     }
     if ((size_t)n > (size_t)PTRDIFF_MAX / 16) return -1;
-    int rc = argsort_packed(d, idx, n);
+    int rc = n <= ARG_STACK_MAX ? argsort_packed_stack(d, idx, n) : argsort_packed(d, idx, n);
     if (rc != 1) return rc;
     return argsort_unpacked(d, idx, n);
 }
