@@ -21,10 +21,10 @@
 #define BG_NR 32
 /* Cache blocks (measured, see README.md) */
 #ifndef BG512_KC
-#define BG512_KC 512
+#define BG512_KC 256
 #endif
 #ifndef BG512_MC
-#define BG512_MC 168
+#define BG512_MC 336
 #endif
 #ifndef BG512_NC
 #define BG512_NC 4096
