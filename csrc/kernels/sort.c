@@ -208,6 +208,18 @@ static void sort_inplace_fallback(char *d, ptrdiff_t n)
 /* LSD radix sort of values (stable), two 8-bit passes on sort_key; used for rows that hold   */
 /* both zeros or several NaN patterns, whose input order the order-key sort would not keep    */
 
+/* The bounds of the 256 buckets of a counting-sort pass with counts cnt: bucket b fills
+ * [lo[b], hi[b]). */
+static inline void bucket_bounds(const uint32_t *cnt, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t s = 0;
+    for (int b = 0; b < 256; b++) {
+        lo[b] = s;
+        s += cnt[b];
+        hi[b] = s;
+    }
+}
+
 /*
  * One counting-sort pass from src to dst (element offsets, 2-byte elements) by the digit
  * (digit_of(element) >> shift) & 0xff. Two independent chains: one walks forwards from the
@@ -217,12 +229,8 @@ static void sort_inplace_fallback(char *d, ptrdiff_t n)
  */
 #define SCATTER2(src, dst, n, cnt, DIGIT, OUT)                                               \
     do {                                                                                     \
-        uint32_t lo_[256], hi_[256], s_ = 0;                                                 \
-        for (int b_ = 0; b_ < 256; b_++) {                                                   \
-            lo_[b_] = s_;                                                                    \
-            s_ += (cnt)[b_];                                                                 \
-            hi_[b_] = s_;                                                                    \
-        }                                                                                    \
+        uint32_t lo_[256], hi_[256];                                                         \
+        bucket_bounds((cnt), lo_, hi_);                                                      \
         ptrdiff_t i_ = 0, j_ = (n) - 1;                                                      \
         for (; i_ < j_; i_++, j_--) {                                                        \
             uint16_t a_ = ld16((src) + 2 * i_), z_ = ld16((src) + 2 * j_);                   \
@@ -1043,12 +1051,8 @@ static int argsort_unpacked(const char *d, int64_t *idx, ptrdiff_t n);
 
 #define SCATTER2_U64(src, dst, n, cnt, shift, mask)                                          \
     do {                                                                                     \
-        uint32_t lo_[256], hi_[256], s_ = 0;                                                 \
-        for (int b_ = 0; b_ < 256; b_++) {                                                   \
-            lo_[b_] = s_;                                                                    \
-            s_ += (cnt)[b_];                                                                 \
-            hi_[b_] = s_;                                                                    \
-        }                                                                                    \
+        uint32_t lo_[256], hi_[256];                                                         \
+        bucket_bounds((cnt), lo_, hi_);                                                      \
         ptrdiff_t i_ = 0, j_ = (n) - 1;                                                      \
         for (; i_ < j_; i_++, j_--) {                                                        \
             uint64_t a_ = (src)[i_], z_ = (src)[j_];                                         \
