@@ -142,6 +142,7 @@ const bg_kernel bg_kernel_portable = {
     .pack_b = pack_b_portable,
     .gemv_rows = gemv_rows_portable,
     .gemv_cols = gemv_cols_portable,
+    .pack_v_rows = NULL, /* V packed element by element */
 };
 #undef BG_MR
 #undef BG_NR
@@ -424,19 +425,18 @@ static void gemm_thread(const bg_task *tk)
  * GEMV
  * ---------------------------------------------------------------------------------------------- */
 
-static void pack_vector(const bg_problem *p, const bg_plan *pl, int ku, float *v)
+static void pack_vector(const bg_problem *p, const bg_plan *pl, const bg_kernel *kt, float *v)
 {
+    const int ku = kt->gemv_ku;
     int64_t K = p->K, n = p->N;
     if (pl->path == PATH_GEMV_ROWS) { /* ku-k blocks, columns interleaved, even k then odd k */
         const int half = ku / 2;
         int64_t vec_blocks = 0, vec_cols = 0; /* the part the vector packer did */
-#ifdef BG_HAVE_X86
-        if (bf16_cpu_tier() >= BF16_TIER_AVX2 && p->b.cs == 2 && n >= 8) {
+        if (kt->pack_v_rows != NULL && p->b.cs == 2 && n >= 8) {
             vec_blocks = K / ku;
             vec_cols = n / 8 * 8;
-            bg_pack_v_rows_avx2(&p->b, vec_blocks, n, vec_cols, ku, v);
+            kt->pack_v_rows(&p->b, vec_blocks, n, vec_cols, ku, v);
         }
-#endif
         for (int64_t k0 = 0; k0 < pl->kpad; k0 += ku)
             for (int64_t j = k0 / ku < vec_blocks ? vec_cols : 0; j < n; j++) {
                 float *d = v + ((k0 / ku) * n + j) * ku;
@@ -726,7 +726,7 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
     }
     const float *v = NULL;
     if (pl.path != PATH_GEMM) {
-        pack_vector(&p, &pl, kt->gemv_ku, (float *)(void *)ws);
+        pack_vector(&p, &pl, kt, (float *)(void *)ws);
         v = (const float *)(void *)ws;
     }
     if (pl.nthreads <= 1) {

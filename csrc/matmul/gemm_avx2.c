@@ -646,6 +646,7 @@ const bg_kernel bg_kernel_avx2 = {
     .pack_b = pack_b_avx2,
     .gemv_rows = gemv_rows_avx2,
     .gemv_cols = bg_gemv_cols_avx2,
+    .pack_v_rows = bg_pack_v_rows_avx2,
 };
 
 #endif /* BG_HAVE_X86 */

@@ -344,6 +344,7 @@ const bg_kernel bg_kernel_avx512 = {
     .pack_b = pack_b_avx512,
     .gemv_rows = gemv_rows_avx512,
     .gemv_cols = bg_gemv_cols_avx2,
+    .pack_v_rows = bg_pack_v_rows_avx2,
 };
 
 #endif /* BG_HAVE_AVX512 */

@@ -55,6 +55,10 @@ typedef void (*bg_gemv_rows_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_
  */
 typedef void (*bg_gemv_cols_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                                 int64_t n, const bg_out *c);
+/* The complete KU-k blocks [0, nblocks) of the gemv_rows V packing, columns [0, n8) (n8 a multiple
+ * of 8), for a V whose rows are contiguous (cs == 2); the driver packs the rest element by
+ * element. NULL: the driver packs everything element by element. */
+typedef void (*bg_pack_v_rows_fn)(const bg_view *b, int64_t nblocks, int64_t n, int64_t n8, int ku, float *v);
 /* Write an mr x nr block of float32 values t (row stride ld) to C at (i0, j0), rounding to bfloat16
  * if C is bfloat16. */
 typedef void (*bg_write_fn)(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
@@ -73,6 +77,7 @@ typedef struct {
     bg_pack_b_fn pack_b;
     bg_gemv_rows_fn gemv_rows;
     bg_gemv_cols_fn gemv_cols;
+    bg_pack_v_rows_fn pack_v_rows; /* may be NULL */
 } bg_kernel;
 
 /* The kernels (one per file). The x86 ones exist only where the compiler targets x86. */
@@ -96,7 +101,7 @@ void bg_write_block_generic(const bg_out *c, int64_t i0, int64_t j0, const float
 /* AVX2 pieces the AVX-512 kernel reuses (AVX-512 CPUs have AVX2): gemm_avx2.c. */
 void bg_write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                          int64_t mr, int64_t nr);
-/* GEMV V packing of complete blocks, V rows contiguous (gemm.c pack_vector) */
+/* the avx2 and avx512 kernels' pack_v_rows */
 void bg_pack_v_rows_avx2(const bg_view *b, int64_t nblocks, int64_t n, int64_t n8, int ku, float *v);
 void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                        int64_t n, const bg_out *c);
