@@ -33,32 +33,24 @@ set_gemm_error(int rc, npy_intp M, npy_intp N, npy_intp K, int nthreads)
 static void
 matmul_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
 {
-    npy_intp outer = dims[0], m = dims[1], n = dims[2], p = dims[3];
-    for (npy_intp i = 0; i < outer; i++) {
-        int rc = bf16_gemm(m, p, n, args[0] + i * steps[0], steps[3], steps[4],
-                           args[1] + i * steps[1], steps[5], steps[6],
-                           args[2] + i * steps[2], steps[7], steps[8], 1, 0);
-        if (rc < 0) {
-            set_gemm_error(rc, m, p, n, 0);
-            return;
-        }
+    npy_intp m = dims[1], n = dims[2], p = dims[3];
+    int rc = bf16_gemm_batch(dims[0], m, p, n, args[0], steps[0], steps[3], steps[4],
+                             args[1], steps[1], steps[5], steps[6],
+                             args[2], steps[2], steps[7], steps[8], 1, 0);
+    if (rc < 0) {
+        set_gemm_error(rc, m, p, n, 0);
     }
 }
 
-/* (n),(n)->() */
+/* (n),(n)->(): a 1 x n row times an n x 1 column */
 static void
 vecdot_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
 {
-    npy_intp outer = dims[0], n = dims[1];
-    for (npy_intp i = 0; i < outer; i++) {
-        /* a 1 x n row times an n x 1 column */
-        int rc = bf16_gemm(1, 1, n, args[0] + i * steps[0], 0, steps[3],
-                           args[1] + i * steps[1], steps[4], 0,
-                           args[2] + i * steps[2], 0, 0, 1, 1);
-        if (rc < 0) {
-            set_gemm_error(rc, 1, 1, n, 1);
-            return;
-        }
+    npy_intp n = dims[1];
+    int rc = bf16_gemm_batch(dims[0], 1, 1, n, args[0], steps[0], 0, steps[3],
+                             args[1], steps[1], steps[4], 0, args[2], steps[2], 0, 0, 1, 0);
+    if (rc < 0) {
+        set_gemm_error(rc, 1, 1, n, 0);
     }
 }
 
@@ -66,15 +58,11 @@ vecdot_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_
 static void
 matvec_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
 {
-    npy_intp outer = dims[0], m = dims[1], n = dims[2];
-    for (npy_intp i = 0; i < outer; i++) {
-        int rc = bf16_gemm(m, 1, n, args[0] + i * steps[0], steps[3], steps[4],
-                           args[1] + i * steps[1], steps[5], 0,
-                           args[2] + i * steps[2], steps[6], 0, 1, 0);
-        if (rc < 0) {
-            set_gemm_error(rc, m, 1, n, 0);
-            return;
-        }
+    npy_intp m = dims[1], n = dims[2];
+    int rc = bf16_gemm_batch(dims[0], m, 1, n, args[0], steps[0], steps[3], steps[4],
+                             args[1], steps[1], steps[5], 0, args[2], steps[2], steps[6], 0, 1, 0);
+    if (rc < 0) {
+        set_gemm_error(rc, m, 1, n, 0);
     }
 }
 
@@ -82,15 +70,11 @@ matvec_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_
 static void
 vecmat_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *NPY_UNUSED(data))
 {
-    npy_intp outer = dims[0], n = dims[1], m = dims[2];
-    for (npy_intp i = 0; i < outer; i++) {
-        int rc = bf16_gemm(1, m, n, args[0] + i * steps[0], 0, steps[3],
-                           args[1] + i * steps[1], steps[4], steps[5],
-                           args[2] + i * steps[2], 0, steps[6], 1, 0);
-        if (rc < 0) {
-            set_gemm_error(rc, 1, m, n, 0);
-            return;
-        }
+    npy_intp n = dims[1], m = dims[2];
+    int rc = bf16_gemm_batch(dims[0], 1, m, n, args[0], steps[0], 0, steps[3],
+                             args[1], steps[1], steps[4], steps[5], args[2], steps[2], 0, steps[6], 1, 0);
+    if (rc < 0) {
+        set_gemm_error(rc, 1, m, n, 0);
     }
 }
 
@@ -137,12 +121,10 @@ gemm_py(PyObject *NPY_UNUSED(self), PyObject *args)
     }
     npy_intp *ta = PyArray_STRIDES(a), *tb = PyArray_STRIDES(b), *to = PyArray_STRIDES(out);
     char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b), *po = PyArray_BYTES(out);
-    int rc = 0;
+    int rc;
     Py_BEGIN_ALLOW_THREADS
-    for (npy_intp i = 0; i < batch && rc == 0; i++) {
-        rc = bf16_gemm(M, N, K, pa + i * ta[0], ta[1], ta[2], pb + i * tb[0], tb[1], tb[2],
-                       po + i * to[0], to[1], to[2], out_bf16, nthreads);
-    }
+    rc = bf16_gemm_batch(batch, M, N, K, pa, ta[0], ta[1], ta[2], pb, tb[0], tb[1], tb[2],
+                         po, to[0], to[1], to[2], out_bf16, nthreads);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         set_gemm_error(rc, M, N, K, nthreads);

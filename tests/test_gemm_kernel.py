@@ -116,6 +116,125 @@ def test_random_shapes_and_layouts_within_bound(m, k, n, layout, seed):
     check_bf16_is_rounded_f32(bd.matmul(a, b), r32)
 
 
+# (M, K, N) on the GEMM and small-product paths with K <= KC (one k block), none of them routed to
+# GEMV: both sides wider than 16, or square with k < 128; row/column remainders of every tile
+SEQUENTIAL_SHAPES = [(17, 1, 17), (16, 16, 16), (5, 7, 5), (16, 100, 16), (20, 128, 64), (97, 64, 40),
+                     (100, 128, 64), (33, 129, 65), (70, 256, 64), (300, 200, 17), (50, 50, 200),
+                     (100, 256, 100)]
+
+
+def sequential_sums(A, B):
+    """Each element summed from +0 in increasing k in float32 (exact bfloat16 products)."""
+    A, B = A.astype(np.float32), B.astype(np.float32)
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
+    for k in range(A.shape[1]):
+        acc = acc + A[:, k, None] * B[None, k, :]
+    return acc
+
+
+@pytest.mark.parametrize("shape", SEQUENTIAL_SHAPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gemm_sums_in_increasing_k_from_zero(rng, shape, layout):
+    """The GEMM and small-product paths give exactly the documented order's float32 bits (kernel.h),
+    with float32, strided float32 and bfloat16 output."""
+    m, k, n = shape
+    a, A = make(rng, (m, k))
+    b, B = make(rng, (k, n))
+    a, b = laid_out(a, layout[0]), laid_out(b, layout[1])
+    expected = f32_bits(sequential_sums(A, B))
+    for threads in (1, 2):
+        with bd.num_threads(threads):
+            r32 = bd.matmul(a, b, out_dtype=np.float32)
+            rt = bd.matmul(a, b, out=np.empty((n, m), np.float32).T)
+            r16 = bd.matmul(a, b)
+        assert np.array_equal(f32_bits(r32), expected), (shape, layout, threads)
+        assert np.array_equal(f32_bits(rt), expected), (shape, layout, threads)
+        check_bf16_is_rounded_f32(r16, r32)
+
+
+def stacked(rng, shape, kind):
+    """A stack of matrices laid out as kind: c contiguous, t each matrix transposed, s strided."""
+    x, X = make(rng, shape)
+    if kind == "t":
+        x = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
+    elif kind == "s":
+        big = np.zeros(shape[:-2] + (shape[-2] * 2, shape[-1] * 3), x.dtype)
+        big[..., ::2, ::3] = x
+        x = big[..., ::2, ::3]
+    return x, X
+
+
+# (batch of A, batch of B): small products, GEMM-path products, GEMV-routed ones, a broadcast B
+BATCHES = [((1000, 16, 16), (1000, 16, 16)), ((60, 64, 64), (60, 64, 64)), ((9, 33, 70), (9, 70, 65)),
+           ((200, 40, 100), (200, 100, 3)), ((30, 20, 50), (50, 40)), ((3, 2, 200, 60), (3, 2, 60, 90))]
+
+
+@pytest.mark.parametrize("sa,sb", BATCHES)
+@pytest.mark.parametrize("layout", ["cc", "ts", "st"])
+def test_batches_match_single_products(rng, sa, sb, layout):
+    """A stack of products gives, for every thread count, each product's one-thread bits: the
+    threads share the products, never one product's sums."""
+    a, _ = stacked(rng, sa, layout[0])
+    b, _ = stacked(rng, sb, layout[1])
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    aa, bb = np.broadcast_to(a, shape + a.shape[-2:]), np.broadcast_to(b, shape + b.shape[-2:])
+    with bd.num_threads(1):
+        single = np.stack([bd.matmul(aa[i], bb[i], out_dtype=np.float32) for i in np.ndindex(shape)])
+    single = single.reshape(shape + single.shape[-2:])
+    for threads in (1, 2, 3, 5):
+        with bd.num_threads(threads):
+            r16 = np.matmul(a, b)
+            r32 = bd.matmul(a, b, out_dtype=np.float32)
+        assert np.array_equal(f32_bits(r32), f32_bits(single)), threads
+        check_bf16_is_rounded_f32(r16, r32)
+
+
+def test_stacked_vector_products_match_single_ones(rng):
+    """np.vecdot / np.matvec / np.vecmat over stacks: each product's bits, for every thread count."""
+    x, _ = make(rng, (400, 300))
+    y, _ = make(rng, (400, 300))
+    w, _ = make(rng, (50, 40, 300))
+    with bd.num_threads(1):
+        dots = [bd.matmul(x[i], y[i], out_dtype=np.float32) for i in range(400)]
+        mv = [bd.matmul(w[i], x[i], out_dtype=np.float32) for i in range(50)]
+        vm = [bd.matmul(x[i, :40], w[i], out_dtype=np.float32) for i in range(50)]
+    for threads in (1, 2, 3):
+        with bd.num_threads(threads):
+            got = np.vecdot(x, y)
+            assert np.array_equal(bf16_bits(got), reference_round(np.stack(dots))), threads
+            if hasattr(np, "matvec"):
+                assert np.array_equal(bf16_bits(np.matvec(w, x[:50])), reference_round(np.stack(mv)))
+                assert np.array_equal(bf16_bits(np.vecmat(x[:50, :40], w)), reference_round(np.stack(vm)))
+
+
+# a product shape per path: small (row and column remainders), GEMM with partial panels, the float32
+# tile (K > KC), GEMV both ways, threaded GEMM, a stack shared by threads
+WARNING_SHAPES = [((3, 2), (2, 3)), ((17, 5), (5, 33)), ((13, 300), (300, 70)), ((45, 600), (600, 130)),
+                  ((37, 200), (200, 5)), ((301, 300), (300, 299)), ((1000, 16, 16), (1000, 16, 16)),
+                  ((2048, 300), (300,)), ((300,), (300, 2048))]
+
+
+@pytest.mark.parametrize("sa,sb", WARNING_SHAPES)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_fp_warnings_are_the_results_own(sa, sb, threads):
+    """numpy's "invalid value" warning comes with a result that holds a NaN made from an infinity
+    and a zero, and never otherwise: the padding of register blocks raises nothing (bg_pad_panel)
+    and a product computed on another thread still reports its flags (run_tasks)."""
+    a = np.ones(sa, np.float32)
+    b = np.ones(sb, np.float32)
+    b[..., -1] = np.inf  # infinities in the last row (1-d) or column of B
+    with bd.num_threads(threads), np.errstate(all="raise"):
+        r = np.matmul(a.astype(bfloat16), b.astype(bfloat16))  # inf results, no NaN: no warning
+        assert np.array_equal(widen_f64(r), a.astype(np.float64) @ b), (sa, sb)
+        a[..., -1] = 0.0  # now 0 * inf in the last output element (or column)
+        with pytest.raises(FloatingPointError, match="invalid value"):
+            np.matmul(a.astype(bfloat16), b.astype(bfloat16))
+
+
+def widen_f64(x):
+    return exact_f32(bf16_bits(x)).astype(np.float64)
+
+
 # GEMV / skinny: W (M x K, k contiguous) @ V with 1..16 columns, K not a multiple of 16 or 32
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 13, 16])
 @pytest.mark.parametrize("k", [7, 40, 1000, 3001])
@@ -131,12 +250,12 @@ def test_skinny_within_bound(rng, n, k):
 
 
 @pytest.mark.parametrize("n", [1, 3, 8, 9, 13, 16])
-@pytest.mark.parametrize("k", [15, 16, 31, 32, 33, 64, 95, 1000])
+@pytest.mark.parametrize("k", [15, 16, 31, 33, 95, 129, 160, 161, 1000])
 @pytest.mark.parametrize("m", [37, 16])
 def test_v_packing_layouts_same_bits(rng, m, n, k):
     """V with contiguous rows is packed by the vector packer (complete k blocks, groups of eight
-    columns), a strided V element by element: the same floats, so the same bits; a square skinny
-    product (m == n, the GEMV path from k = 128, the GEMM below) is within the bound."""
+    columns), a strided V element by element: the same floats, so the same bits (from five columns
+    and k <= 128 both take the small-product kernel); every result is within the bound."""
     w, W = make(rng, (m, k))
     v, V = make(rng, (k, n))
     r32 = bd.matmul(w, v, out_dtype=np.float32)
@@ -166,8 +285,9 @@ def gemv_lane_order(W32, V32, ku):
     return lanes[:, 0]
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 8, 13, 16])
-@pytest.mark.parametrize("k", [1, 31, 33, 700, 2100])
+# (from five columns, products with k <= 128 take the small-product kernel instead: sequential sums)
+@pytest.mark.parametrize("n,k", [(n, k) for n in (1, 2, 5, 8, 13, 16) for k in (129, 161, 700, 2100)]
+                         + [(n, k) for n in (1, 2, 4) for k in (1, 31, 33)])
 def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
     """W @ V on the k-contiguous GEMV path gives exactly the documented order's float32 bits (16
     lanes of 32 k at the avx512 tier, 8 lanes of 16 k below), whatever the chunking."""

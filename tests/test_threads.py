@@ -28,6 +28,7 @@ X = rng.standard_normal(20000).astype(bfloat16)
 Y = (rng.standard_normal(20000) * 3).astype(bfloat16)
 TEXT = " ".join(f"{v:.6g}" for v in rng.standard_normal(3000))
 F64 = rng.standard_normal(20000) * 1e3
+S = rng.standard_normal((600, 16, 24)).astype(bfloat16)  # a stack of small products
 
 
 def jobs():
@@ -52,6 +53,8 @@ def jobs():
         # another workspace size: calls of different sizes pass the kept workspace between them
         "tall_matmul": lambda: W.T @ W,
         "skinny": lambda: WK @ VK,
+        # the products of a stack shared between the pool's threads (or this call's own)
+        "stacked": lambda: S @ S.swapaxes(1, 2),
     }
 
 

@@ -11,6 +11,7 @@
 #include "kernel.h"
 
 #include <errno.h>
+#include <fenv.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -143,6 +144,8 @@ const bg_kernel bg_kernel_portable = {
     .gemv_rows = gemv_rows_portable,
     .gemv_cols = gemv_cols_portable,
     .pack_v_rows = NULL, /* V packed element by element */
+    .small = NULL,
+    .small_maxn = 0,
 };
 #undef BG_MR
 #undef BG_NR
@@ -219,6 +222,7 @@ void bf16_gemm_set_num_threads(int n)
 /* GEMV path for n <= this many right-hand columns (measured against the GEMM path): */
 #define BG_GEMV_MAXN_ROWS 16            /* matrix with K contiguous: dot products, k chunked */
 #define BG_GEMV_MAXN_COLS 4             /* matrix with M contiguous: axpy form */
+#define BG_SMALL_MINN 5                 /* the small kernel before GEMV from this many columns */
 
 typedef struct bg_problem_s {
     int64_t M, N, K;
@@ -241,7 +245,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-enum { PATH_GEMM = 0, PATH_GEMV_ROWS = 1, PATH_GEMV_COLS = 2 };
+enum { PATH_GEMM = 0, PATH_GEMV_ROWS = 1, PATH_GEMV_COLS = 2, PATH_SMALL = 3 };
 
 typedef struct {
     int path;
@@ -267,6 +271,8 @@ typedef struct {
     int64_t m0, m1, n0, n1;
     unsigned char *ws;       /* this thread's workspace */
     const float *v;          /* GEMV: packed vector block (shared, read only) */
+    struct bg_batch_s *batch; /* a thread's share of a batch of products (batch_thread), or NULL */
+    int fe;                  /* the IEEE flags the task raised (run_task) */
     pthread_t tid;
     int started;
 } bg_task;
@@ -314,9 +320,26 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
     /* (a square skinny product, M == N <= 16, only with a long k: with a short one the GEMM's
      * register block beats the GEMV's per-output lane sums; a 1 x 1 product, a dot product,
      * always: the GEMM would pad it to a block) */
-    if (gemv_fits(la, p->N) && (p->M > p->N || (p->M == p->N && (p->K >= 128 || p->N == 1)))) {
+    int gemv_a = gemv_fits(la, p->N) && (p->M > p->N || (p->M == p->N && (p->K >= 128 || p->N == 1)));
+    int gemv_b = !gemv_a && gemv_fits(lb, p->M) && p->N > p->M;
+    /* Small products (either orientation: C^T = B^T A^T when only M is narrow enough). From 5
+     * GEMV columns on, the small kernel beats the GEMV's per-output lane sums too (measured on the
+     * Ice Lake Xeon, 300 x K @ K x N for K <= 128 and N = 5..16: 1.1-4x); with fewer columns its
+     * register rows are mostly padding. The choice is the same for a product and its transpose
+     * (tests/test_gemm_kernel.py::test_skinny_within_bound). */
+    double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
+    int small = kt->small != NULL && p->K <= BG_SMALL_MAXK && p->K <= kt->kc && flops < BG_GEMM_MT_FLOPS &&
+                (p->N <= kt->small_maxn || p->M <= kt->small_maxn);
+    if (small && (gemv_a || gemv_b) && (gemv_a ? p->N : p->M) < BG_SMALL_MINN) small = 0;
+    if (small) {
+        if (p->N > kt->small_maxn) transpose_problem(p);
+        pl->path = PATH_SMALL; /* no workspace, one thread */
+        pl->nthreads = 1;
+        return;
+    }
+    if (gemv_a) {
         pl->path = la;
-    } else if (gemv_fits(lb, p->M) && p->N > p->M) {
+    } else if (gemv_b) {
         transpose_problem(p);
         pl->path = lb;
     }
@@ -328,7 +351,7 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
         pl->ws_v = round_up(vfloats * 4, BG_ALIGN);
         /* threads when the matrix is large or, with several columns, the arithmetic is; at
          * least 16 rows each (one AVX-512 row panel) */
-        double bytes = 2.0 * (double)p->M * (double)p->K, flops = bytes * (double)n;
+        double bytes = 2.0 * (double)p->M * (double)p->K;
         int64_t t = bytes < BG_GEMV_MT_BYTES && flops < BG_GEMM_MT_FLOPS ? 1 : nthreads;
         t = min64(t, ceil_div(p->M, 16));
         pl->nthreads = (int)max64(t, 1);
@@ -344,7 +367,6 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
     pl->nc = pl->use_tile ? BG_TILE_N : kt->nc;
     pl->mb = pl->use_tile ? BG_TILE_M : INT64_MAX;
 
-    double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
     int64_t t = flops < BG_GEMM_MT_FLOPS ? 1 : nthreads;
     pl->split_m = p->M >= p->N;
     int64_t len = pl->split_m ? p->M : p->N, unit = pl->split_m ? kt->mr : kt->nr;
@@ -364,6 +386,19 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
  * GEMM
  * ---------------------------------------------------------------------------------------------- */
 
+
+/*
+ * The padding of a partial panel (w slots per k, the first `used` real) repeats its last real row
+ * or column. The micro-kernel computes the whole register block; a padded lane then computes what
+ * a real one does and raises the same IEEE flags, where zeros would turn an infinity into a NaN
+ * (0 * inf) and numpy would report "invalid value" for a result without one
+ * (tests/test_gemm_kernel.py::test_fp_warnings_are_the_results_own).
+ */
+void bg_pad_panel(float *panel, int64_t w, int64_t kc, int64_t used)
+{
+    for (int64_t k = 0; k < kc; k++)
+        for (int64_t s = used; s < w; s++) panel[k * w + s] = panel[k * w + used - 1];
+}
 
 static void gemm_thread(const bg_task *tk)
 {
@@ -387,9 +422,11 @@ static void gemm_thread(const bg_task *tk)
                 int64_t kc = min64(KC, K - pc);
                 int acc = pc > 0;
                 kt->pack_b(&p->b, pc, kc, jc, nc, bp);
+                if (nc % NR) bg_pad_panel(bp + nc / NR * NR * kc, NR, kc, nc % NR);
                 for (int64_t ic = ib; ic < ib + mb; ic += MC) {
                     int64_t mc = min64(MC, ib + mb - ic);
                     kt->pack_a(&p->a, ic, mc, pc, kc, ap);
+                    if (mc % MR) bg_pad_panel(ap + mc / MR * MR * kc, MR, kc, mc % MR);
                     for (int64_t jr = 0; jr < nc; jr += NR) {
                         int64_t nr = min64(NR, nc - jr);
                         const float *bpj = bp + jr * kc;
@@ -464,17 +501,40 @@ static void gemv_thread(const bg_task *tk)
  * Threads: one pthread per extra share, created per call (only for work above the thresholds).
  * ---------------------------------------------------------------------------------------------- */
 
-static void run_task(const bg_task *tk)
+static void batch_thread(struct bg_batch_s *bt);
+
+static void run_task_body(const bg_task *tk)
 {
-    if (tk->pl->path == PATH_GEMM)
+    if (tk->batch != NULL)
+        batch_thread(tk->batch);
+    else if (tk->pl->path == PATH_GEMM)
         gemm_thread(tk);
     else
         gemv_thread(tk);
 }
 
+/*
+ * A task of a threaded call keeps the IEEE flags it raised in tk->fe, and leaves its thread's flags
+ * as they were; the caller raises the union of all tasks' flags once they are done (run_tasks).
+ * numpy reports "overflow" and "invalid value" from the calling thread's flags, so a warning
+ * then does not depend on which thread computed the element
+ * (tests/test_gemm_kernel.py::test_fp_warnings_are_the_results_own).
+ */
+#define BG_FE_FLAGS (FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
+
+static void run_task(bg_task *tk)
+{
+    fexcept_t saved;
+    fegetexceptflag(&saved, BG_FE_FLAGS);
+    feclearexcept(BG_FE_FLAGS);
+    run_task_body(tk);
+    tk->fe = fetestexcept(BG_FE_FLAGS);
+    fesetexceptflag(&saved, BG_FE_FLAGS);
+}
+
 static void *thread_main(void *arg)
 {
-    run_task((const bg_task *)arg);
+    run_task((bg_task *)arg);
     return NULL;
 }
 
@@ -619,6 +679,8 @@ static int pool_run(bg_task *tasks, int nt)
     return 0;
 }
 
+static void run_tasks(bg_task *tasks, int nt);
+
 static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel *kt, unsigned char *ws,
                          const float *v)
 {
@@ -635,16 +697,26 @@ static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel
         if (pl->path == PATH_GEMM) tk.ws = ws + (int64_t)t * pl->ws_thread;
         tasks[t] = tk;
     }
-    if (pool_run(tasks, nt) == 0) return;
-    /* Pool busy (another call is using it): threads for this call only. */
-    for (int t = 1; t < nt; t++) tasks[t].started = pthread_create(&tasks[t].tid, NULL, thread_main, &tasks[t]) == 0;
-    run_task(&tasks[0]);
-    for (int t = 1; t < nt; t++) {
-        if (tasks[t].started)
-            pthread_join(tasks[t].tid, NULL);
-        else
-            run_task(&tasks[t]); /* thread creation failed: do the share here, same result */
+    run_tasks(tasks, nt);
+}
+
+/* Run tasks[0..nt) on the pool, or on threads of this call when another call holds the pool. */
+static void run_tasks(bg_task *tasks, int nt)
+{
+    if (pool_run(tasks, nt) != 0) {
+        /* Pool busy (another call is using it): threads for this call only. */
+        for (int t = 1; t < nt; t++) tasks[t].started = pthread_create(&tasks[t].tid, NULL, thread_main, &tasks[t]) == 0;
+        run_task(&tasks[0]);
+        for (int t = 1; t < nt; t++) {
+            if (tasks[t].started)
+                pthread_join(tasks[t].tid, NULL);
+            else
+                run_task(&tasks[t]); /* thread creation failed: do the share here, same result */
+        }
     }
+    int fe = 0;
+    for (int t = 0; t < nt; t++) fe |= tasks[t].fe;
+    if (fe) feraiseexcept(fe);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -716,6 +788,10 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
     const bg_kernel *kt = select_kernel();
     bg_plan pl;
     make_plan(&p, kt, nthreads, &pl);
+    if (pl.path == PATH_SMALL) {
+        kt->small(p.M, p.N, p.K, &p.a, &p.b, &p.c);
+        return 0;
+    }
 
     unsigned char stack_ws[BG_STACK_BYTES] __attribute__((aligned(BG_ALIGN)));
     unsigned char *ws = stack_ws, *heap = NULL;
@@ -731,12 +807,79 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
     }
     if (pl.nthreads <= 1) {
         bg_task tk = {.p = &p, .pl = &pl, .kt = kt, .m0 = 0, .m1 = p.M, .n0 = 0, .n1 = p.N, .ws = ws, .v = v};
-        run_task(&tk);
+        run_task_body(&tk);
     } else {
         run_parallel(&p, &pl, kt, ws, v);
     }
     if (heap != NULL) ws_release(heap);
     return 0;
+}
+
+/*
+ * A batch of products, each too small for threads of its own: the pool's threads claim contiguous
+ * runs of the products, and each product runs exactly as a one-thread call would (same path,
+ * same bits whichever thread runs it: tests/test_gemm_kernel.py::test_batches_match_single_products).
+ */
+typedef struct bg_batch_s {
+    int64_t M, N, K;
+    const unsigned char *a, *b;
+    unsigned char *c;
+    int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
+    int c_bf16;
+    atomic_int rc;         /* the last failure, or 0 */
+    int64_t count, grain;  /* products, and products per claim */
+    _Atomic int64_t next;  /* the first product not claimed yet */
+} bg_batch;
+
+#define BG_BATCH_MAX_THREADS 64
+
+/* One thread's share: runs of `grain` products claimed until none is left, so a thread the OS
+ * schedules late takes fewer. */
+static void batch_thread(bg_batch *bt)
+{
+    for (;;) {
+        int64_t i0 = atomic_fetch_add(&bt->next, bt->grain);
+        if (i0 >= bt->count) return;
+        for (int64_t i = i0; i < min64(bt->count, i0 + bt->grain); i++) {
+            int rc = bf16_gemm(bt->M, bt->N, bt->K, bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs, bt->b + i * bt->b_bs,
+                               bt->b_rs, bt->b_cs, bt->c + i * bt->c_bs, bt->c_rs, bt->c_cs, bt->c_bf16, 1);
+            if (rc < 0) {
+                atomic_store(&bt->rc, rc);
+                return;
+            }
+        }
+    }
+}
+
+int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
+                    const void *A, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                    const void *B, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                    void *C, int64_t c_bs, int64_t c_rs, int64_t c_cs, int c_is_bf16, int nthreads)
+{
+    if (count <= 0) return 0;
+    if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    int64_t t = 1;
+    if (count > 1 && nthreads > 1 && M > 0 && N > 0 && K > 0 && flops < BG_GEMM_MT_FLOPS) {
+        t = min64(nthreads, count);
+        t = min64(t, (int64_t)(flops * (double)count / BG_GEMM_MT_FLOPS));
+    }
+    bg_batch bt = {M, N, K, A, B, C, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, c_is_bf16 != 0, 0, 0, 0, 0};
+    if (t <= 1) { /* products big enough for threads of their own, or too little work in all */
+        for (int64_t i = 0; i < count; i++) {
+            int rc = bf16_gemm(M, N, K, bt.a + i * a_bs, a_rs, a_cs, bt.b + i * b_bs, b_rs, b_cs,
+                               bt.c + i * c_bs, c_rs, c_cs, c_is_bf16, nthreads);
+            if (rc < 0) return rc;
+        }
+        return 0;
+    }
+    t = min64(t, BG_BATCH_MAX_THREADS);
+    bt.count = count;
+    bt.grain = max64(1, count / (8 * t));
+    bg_task tasks[BG_BATCH_MAX_THREADS];
+    for (int i = 0; i < (int)t; i++) tasks[i] = (bg_task){.batch = &bt};
+    run_tasks(tasks, (int)t);
+    return atomic_load(&bt.rc);
 }
 
 int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)

@@ -34,6 +34,13 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
               const void *B, int64_t b_rs, int64_t b_cs,
               void *C, int64_t c_rs, int64_t c_cs, int c_is_bf16, int nthreads);
 
+/* count products C_i = A_i @ B_i (A_i at A + i*a_bs, and so on), as bf16_gemm would compute each;
+ * when each product is too small for threads of its own, nthreads threads share the products. */
+int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
+                    const void *A, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                    const void *B, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                    void *C, int64_t c_bs, int64_t c_rs, int64_t c_cs, int c_is_bf16, int nthreads);
+
 /* default: env BFLOAT16_DTYPE_NUM_THREADS if set and valid, else number of online CPUs */
 int bf16_gemm_get_num_threads(void);
 /* n >= 1 (smaller values are ignored); stored atomically */

@@ -634,6 +634,100 @@ BG_TARGET void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64
     }
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Small products (kernel.h, bg_small_fn): float32 copies on the stack, then R x NV register tiles
+ * over the whole k range.
+ * ---------------------------------------------------------------------------------------------- */
+
+BG_TARGET void bg_small_widen_b_avx2(const bg_view *b, int64_t K, int64_t N, int64_t ld, float *dst)
+{
+    int64_t j = 0;
+    if (b->cs == 2) { /* rows contiguous in j */
+        for (int64_t k = 0; k < K; k++) {
+            const unsigned char *s = b->p + k * b->rs;
+            float *d = dst + k * ld;
+            for (j = 0; j + 8 <= N; j += 8) _mm256_store_ps(d + j, widen8(s + j * 2));
+            for (; j < N; j++) d[j] = bg_load(s + j * 2);
+        }
+        j = N;
+    } else if (b->rs == 2) { /* columns contiguous in k: 8 columns x 8 k, transposed */
+        for (; j + 8 <= N; j += 8) {
+            const unsigned char *s = b->p + j * b->cs;
+            int64_t k = 0;
+            for (; k + 8 <= K; k += 8) {
+                __m256 r[8];
+                for (int q = 0; q < 8; q++) r[q] = widen8(s + q * b->cs + k * 2);
+                transpose8(r);
+                for (int q = 0; q < 8; q++) _mm256_store_ps(dst + (k + q) * ld + j, r[q]);
+            }
+            for (; k < K; k++)
+                for (int q = 0; q < 8; q++) dst[k * ld + j + q] = bg_load(s + q * b->cs + k * 2);
+        }
+    }
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t jj = j; jj < N; jj++) dst[k * ld + jj] = bg_load(b->p + k * b->rs + jj * b->cs);
+    bg_pad_panel(dst, ld, K, N);
+}
+
+BG_TARGET void bg_small_widen_a_avx2(const bg_view *a, int64_t i0, int64_t rows, int64_t R, int64_t K, float *dst)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const unsigned char *s = a->p + (i0 + r) * a->rs;
+        float *d = dst + r * K;
+        int64_t k = 0;
+        if (a->cs == 2)
+            for (; k + 8 <= K; k += 8) _mm256_storeu_ps(d + k, widen8(s + k * 2));
+        for (; k < K; k++) d[k] = bg_load(s + k * a->cs);
+    }
+    for (int64_t r = rows; r < R; r++) memcpy(dst + r * K, dst + (rows - 1) * K, (size_t)K * sizeof(float));
+}
+
+/* R rows (A copies af, row stride K) x NV 8-column vectors (B copy bw, row stride ldb) into t (row
+ * stride 32). The loops over rows and vectors are unrolled by pragma: GCC 12 otherwise keeps the
+ * accumulator array in memory, a store per FMA. */
+#define BG_SMALL_TILE(NV, R)                                                                        \
+    BG_TARGET static void small_tile_avx2_##NV(int64_t K, const float *af, const float *bw, int64_t ldb, \
+                                               float *t)                                            \
+    {                                                                                               \
+        __m256 s[R][NV];                                                                            \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                         \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) s[r][v] = _mm256_setzero_ps();     \
+        for (int64_t k = 0; k < K; k++) {                                                           \
+            __m256 bv[NV];                                                                          \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] = _mm256_load_ps(bw + k * ldb + 8 * v); \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                   \
+                __m256 av = _mm256_set1_ps(af[r * K + k]);                                          \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) s[r][v] = _mm256_fmadd_ps(av, bv[v], s[r][v]); \
+            }                                                                                       \
+        }                                                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                         \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) _mm256_store_ps(t + r * 32 + 8 * v, s[r][v]); \
+    }
+/* rows per tile for NV vectors: 12 accumulators at most (16 ymm registers) */
+#define BG_SMALL_ROWS(NV) ((NV) == 1 ? 8 : (NV) == 2 ? 6 : (NV) == 3 ? 4 : 3)
+BG_SMALL_TILE(1, 8) BG_SMALL_TILE(2, 6) BG_SMALL_TILE(3, 4) BG_SMALL_TILE(4, 3)
+#undef BG_SMALL_TILE
+
+BG_TARGET static void small_avx2(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
+                                 const bg_out *c)
+{
+    static void (*const tiles[4])(int64_t, const float *, const float *, int64_t, float *) = {
+        small_tile_avx2_1, small_tile_avx2_2, small_tile_avx2_3, small_tile_avx2_4};
+    float bw[BG_SMALL_MAXK * 32] __attribute__((aligned(64)));
+    float af[8 * BG_SMALL_MAXK] __attribute__((aligned(64)));
+    float t[8 * 32] __attribute__((aligned(64)));
+    int nv = (int)((N + 7) / 8);
+    int R = BG_SMALL_ROWS(nv);
+    bg_small_widen_b_avx2(b, K, N, nv * 8, bw);
+    for (int64_t i0 = 0; i0 < M; i0 += R) {
+        int64_t rows = M - i0 < R ? M - i0 : R;
+        bg_small_widen_a_avx2(a, i0, rows, R, K, af);
+        tiles[nv - 1](K, af, bw, nv * 8, t);
+        bg_write_block_avx2(c, i0, 0, t, 32, rows, N);
+    }
+}
+#undef BG_SMALL_ROWS
+
 const bg_kernel bg_kernel_avx2 = {
     .name = "avx2: AVX2+FMA float32 6x16 (bfloat16 widened while packing)",
     .tier = BF16_TIER_AVX2,
@@ -647,6 +741,8 @@ const bg_kernel bg_kernel_avx2 = {
     .gemv_rows = gemv_rows_avx2,
     .gemv_cols = bg_gemv_cols_avx2,
     .pack_v_rows = bg_pack_v_rows_avx2,
+    .small = small_avx2,
+    .small_maxn = 32,
 };
 
 #endif /* BG_HAVE_X86 */

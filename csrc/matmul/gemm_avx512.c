@@ -37,7 +37,7 @@ BG_INLINE __m512 widen16(const unsigned char *p)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* the first n (< 16) bfloat16 at p -> float32, the other lanes zero; reads only n elements */
+/* the first n (<= 16) bfloat16 at p -> float32, the other lanes zero; reads only n elements */
 BG_INLINE __m512 widen16_n(const unsigned char *p, int n)
 {
     __mmask16 m = (__mmask16)((1u << n) - 1u);
@@ -329,6 +329,106 @@ BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1,
     }
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Small products (kernel.h, bg_small_fn): float32 copies of B and of A's rows on the stack, then
+ * R x NV tiles of 16-column vectors over the whole k range, A broadcast from memory, results
+ * rounded and stored from the registers.
+ * ---------------------------------------------------------------------------------------------- */
+
+/* 16 float32 -> 16 bfloat16: round8_bf16's formula (gemm_avx2.c), 16 lanes at a time */
+BG_INLINE __m256i round16_bf16(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                 _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+BG_INLINE void small_tile(int64_t K, const float *af, const float *bw, int64_t ldb, const bg_out *c, int64_t i0,
+                          int64_t rows, int64_t N, const int R, const int NV)
+{
+    __m512 s[8][4];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) s[r][v] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        __m512 bv[4];
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(bw + k * ldb + 16 * v);
+        for (int r = 0; r < R; r++) {
+            __m512 av = _mm512_set1_ps(af[r * K + k]);
+            for (int v = 0; v < NV; v++) s[r][v] = _mm512_fmadd_ps(av, bv[v], s[r][v]);
+        }
+    }
+    __mmask16 last = (__mmask16)(0xffffu >> (16 * NV - N));
+    if (c->cs == (c->bf16 ? 2 : 4)) {
+        for (int r = 0; r < R && r < rows; r++) {
+            unsigned char *q = c->p + (i0 + r) * c->rs;
+            for (int v = 0; v < NV; v++) {
+                __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+                if (c->bf16)
+                    _mm256_mask_storeu_epi16(q + 32 * v, m, round16_bf16(s[r][v]));
+                else
+                    _mm512_mask_storeu_ps(q + 64 * v, m, s[r][v]);
+            }
+        }
+    } else { /* strided C */
+        float t[8 * 64] __attribute__((aligned(64)));
+        for (int r = 0; r < R; r++)
+            for (int v = 0; v < NV; v++) _mm512_store_ps(t + r * 64 + 16 * v, s[r][v]);
+        bg_write_block_avx2(c, i0, 0, t, 64, rows, N);
+    }
+}
+
+/* rows per tile for NV vectors: 8 accumulators for one vector, else 6 rows (24 at most) */
+#define BG_SMALL_ROWS(NV) ((NV) == 1 ? 8 : 6)
+typedef void (*small_tile_fn)(int64_t, const float *, const float *, int64_t, const bg_out *, int64_t, int64_t,
+                              int64_t);
+#define BG_ST(NV)                                                                                   \
+    BG_TARGET static void small_tile_##NV(int64_t K, const float *af, const float *bw, int64_t ldb, \
+                                          const bg_out *c, int64_t i0, int64_t rows, int64_t N)     \
+    {                                                                                               \
+        small_tile(K, af, bw, ldb, c, i0, rows, N, BG_SMALL_ROWS(NV), NV);                          \
+    }
+BG_ST(1) BG_ST(2) BG_ST(3) BG_ST(4)
+#undef BG_ST
+
+BG_TARGET static void small_avx512(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
+                                   const bg_out *c)
+{
+    static const small_tile_fn tiles[4] = {small_tile_1, small_tile_2, small_tile_3, small_tile_4};
+    float bw[BG_SMALL_MAXK * 64] __attribute__((aligned(64)));
+    float af[8 * BG_SMALL_MAXK] __attribute__((aligned(64)));
+    int nv = (int)((N + 15) / 16);
+    int R = BG_SMALL_ROWS(nv);
+    int64_t ldb = nv * 16;
+    if (b->cs == 2) { /* rows contiguous: 16 columns at a time, zero filled past N */
+        for (int64_t k = 0; k < K; k++)
+            for (int v = 0; v < nv; v++)
+                _mm512_store_ps(bw + k * ldb + 16 * v, widen16_n(b->p + k * b->rs + 32 * v, N - 16 * v < 16 ? (int)(N - 16 * v) : 16));
+        bg_pad_panel(bw, ldb, K, N);
+    } else {
+        bg_small_widen_b_avx2(b, K, N, ldb, bw);
+    }
+    for (int64_t i0 = 0; i0 < M; i0 += R) {
+        int64_t rows = M - i0 < R ? M - i0 : R;
+        if (a->cs == 2) {
+            for (int64_t r = 0; r < R; r++) { /* rows past the end repeat the last (see bg_pad_panel) */
+                const unsigned char *src = a->p + (i0 + (r < rows ? r : rows - 1)) * a->rs;
+                for (int64_t k = 0; k < K; k += 16) {
+                    int cnt = K - k < 16 ? (int)(K - k) : 16;
+                    _mm512_mask_storeu_ps(af + r * K + k, (__mmask16)((1u << cnt) - 1u), widen16_n(src + 2 * k, cnt));
+                }
+            }
+        } else {
+            bg_small_widen_a_avx2(a, i0, rows, R, K, af);
+        }
+        tiles[nv - 1](K, af, bw, ldb, c, i0, rows, N);
+    }
+}
+#undef BG_SMALL_ROWS
+
 _Static_assert(BG512_MC % BG_MR == 0 && BG512_NC % BG_NR == 0 && BG_TILE_N % BG_NR == 0,
                "kernel.h: MC must be a multiple of MR, NC and the tile width of NR");
 
@@ -345,6 +445,8 @@ const bg_kernel bg_kernel_avx512 = {
     .gemv_rows = gemv_rows_avx512,
     .gemv_cols = bg_gemv_cols_avx2,
     .pack_v_rows = bg_pack_v_rows_avx2,
+    .small = small_avx512,
+    .small_maxn = 64,
 };
 
 #endif /* BG_HAVE_AVX512 */

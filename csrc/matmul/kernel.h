@@ -35,9 +35,10 @@ typedef enum { BG_PACK_F32 = 0, BG_PACK_BF16_PAIR = 1 } bg_pack_format;
  */
 typedef void (*bg_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                               int accumulate);
-/* Pack rows [i0, i0+mc) x k [p0, p0+kc) of A into MR-row panels, zero padded to a multiple of MR. */
+/* Pack rows [i0, i0+mc) x k [p0, p0+kc) of A into MR-row panels, padded to a multiple of MR (the
+ * driver then overwrites the padding of a partial panel: bg_pad_panel). */
 typedef void (*bg_pack_a_fn)(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst);
-/* Pack k [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column panels, zero padded to NR. */
+/* Pack k [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column panels, padded to NR (likewise). */
 typedef void (*bg_pack_b_fn)(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
 /*
  * GEMV, K contiguous (a->cs == 2): for rows [i0, i1): y(i, j) = dot(A[i, :], V[:, j]) for j < n <= 16.
@@ -59,6 +60,15 @@ typedef void (*bg_gemv_cols_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_
  * of 8), for a V whose rows are contiguous (cs == 2); the driver packs the rest element by
  * element. NULL: the driver packs everything element by element. */
 typedef void (*bg_pack_v_rows_fn)(const bg_view *b, int64_t nblocks, int64_t n, int64_t n8, int ku, float *v);
+/*
+ * Small products, the driver's choice for GEMM-path problems with N <= the kernel's small_maxn,
+ * K <= BG_SMALL_MAXK and too little work for threads: C = A B straight from float32 copies of A's
+ * rows and of B on the stack (no panels, no plan, no heap). Each element is summed from +0 in
+ * increasing k with FMAs, the micro-kernel's order, so the results are the GEMM path's bits
+ * (tests/test_gemm_kernel.py::test_gemm_sums_in_increasing_k_from_zero).
+ */
+#define BG_SMALL_MAXK 128
+typedef void (*bg_small_fn)(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b, const bg_out *c);
 /* Write an mr x nr block of float32 values t (row stride ld) to C at (i0, j0), rounding to bfloat16
  * if C is bfloat16. */
 typedef void (*bg_write_fn)(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
@@ -78,6 +88,8 @@ typedef struct {
     bg_gemv_rows_fn gemv_rows;
     bg_gemv_cols_fn gemv_cols;
     bg_pack_v_rows_fn pack_v_rows; /* may be NULL */
+    bg_small_fn small;             /* may be NULL: small products take the GEMM path */
+    int small_maxn;                /* the widest C small takes */
 } bg_kernel;
 
 /* The kernels (one per file). The x86 ones exist only where the compiler targets x86. */
@@ -97,12 +109,19 @@ void bg_pack_a_generic(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int
 void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst, int nr);
 void bg_write_block_generic(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                             int64_t mr, int64_t nr);
+/* Fill the slots [used, w) of each of the kc steps of a panel (or of kc rows of w floats) with a
+ * copy of slot used - 1: padding that raises only the flags real elements raise (gemm.c). */
+void bg_pad_panel(float *panel, int64_t w, int64_t kc, int64_t used);
 #ifdef BG_HAVE_X86
 /* AVX2 pieces the AVX-512 kernel reuses (AVX-512 CPUs have AVX2): gemm_avx2.c. */
 void bg_write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                          int64_t mr, int64_t nr);
 /* the avx2 and avx512 kernels' pack_v_rows */
 void bg_pack_v_rows_avx2(const bg_view *b, int64_t nblocks, int64_t n, int64_t n8, int ku, float *v);
+/* the small kernels' float32 copies: B (K x N) as rows of ld floats, and rows [i0, i0 + rows) of
+ * A as R rows of K floats; columns past N and rows past `rows` repeat the last (bg_pad_panel) */
+void bg_small_widen_b_avx2(const bg_view *b, int64_t K, int64_t N, int64_t ld, float *dst);
+void bg_small_widen_a_avx2(const bg_view *a, int64_t i0, int64_t rows, int64_t R, int64_t K, float *dst);
 void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                        int64_t n, const bg_out *c);
 #endif
