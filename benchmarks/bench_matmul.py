@@ -32,6 +32,9 @@ HERE = Path(__file__).resolve().parent
 
 FULL_SQUARE = [16, 64, 256, 512, 1024, 2048]  # n = 16 and 64 measure the cost of a call
 FULL_EXTRA = [(4096, 1024, 4096)]  # (m, k, n): 4096×1024 @ 1024×4096
+# stacks of products, (batch, m, k, n): many small matrices, and attention scores (96 heads of
+# 128 tokens × 64 dimensions, Q @ K.T)
+FULL_STACKED = [(1000, 16, 16, 16), (96, 128, 64, 128)]
 QUICK_SQUARE = [16, 64, 128]
 FULL_MATVEC = [(8192, 8192), (16384, 4096)]
 QUICK_MATVEC = [(512, 512), (1024, 256)]
@@ -161,7 +164,8 @@ def build_matmul(ctx: Context) -> Section:
             "bfloat16 arrays (bfloat16 products, float32 accumulation) and the `a @ b` operator; "
             "float32 is numpy's BLAS sgemm; float16 and ml_dtypes use numpy's `@` on their dtype; "
             "torch uses `torch.matmul` on CPU bfloat16 tensors. The n = 16 and n = 64 rows show "
-            "the fixed cost of a call more than arithmetic speed. "
+            "the fixed cost of a call more than arithmetic speed; the `B × (...)` rows multiply "
+            "stacks of B matrices in one call. "
             "Speedup compares `bfloat16_dtype.matmul`: their time ÷ our time; above 1 means "
             "bfloat16_dtype is faster. A contender is skipped at a size where its previous rate "
             "predicts a call slower than the run's limit."
@@ -172,16 +176,19 @@ def build_matmul(ctx: Context) -> Section:
     )
     memory = _RateMemory(ctx.settings.max_call)
     section.add("result dtype", lambda: _result_dtype_row(ctx, vs, (8, 8)))
-    shapes = [(n, n, n) for n in ctx.settings.pick_sizes(FULL_SQUARE, QUICK_SQUARE)]
+    shapes = [((), n, n, n) for n in ctx.settings.pick_sizes(FULL_SQUARE, QUICK_SQUARE)]
     if not ctx.settings.quick and not ctx.settings.sizes:
-        shapes += FULL_EXTRA
-    for m, k, n in shapes:
-        size = f"n={n}" if m == k == n else f"{m}×{k} @ {k}×{n}"
-        flops = 2.0 * m * k * n
+        shapes += [((), m, k, n) for m, k, n in FULL_EXTRA]
+        shapes += [((batch,), m, k, n) for batch, m, k, n in FULL_STACKED]
+    for stack, m, k, n in shapes:
+        size = f"n={n}" if m == k == n and not stack else f"{m}×{k} @ {k}×{n}"
+        if stack:
+            size = f"{stack[0]} × ({size})"
+        flops = 2.0 * m * k * n * int(np.prod(stack))
 
-        def inputs(c, m=m, k=k, n=n):
-            a = ctx.rng(1, m, k).standard_normal((m, k), dtype=np.float32)
-            b = ctx.rng(2, k, n).standard_normal((k, n), dtype=np.float32)
+        def inputs(c, m=m, k=k, n=n, stack=stack):
+            a = ctx.rng(1, m, k).standard_normal(stack + (m, k), dtype=np.float32)
+            b = ctx.rng(2, k, n).standard_normal(stack + (k, n), dtype=np.float32)
             return c.from_f32(a), c.from_f32(b)
 
         section.add(

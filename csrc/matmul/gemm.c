@@ -249,6 +249,7 @@ enum { PATH_GEMM = 0, PATH_GEMV_ROWS = 1, PATH_GEMV_COLS = 2, PATH_SMALL = 3 };
 
 typedef struct {
     int path;
+    int transposed;     /* the problem was transposed (C^T = B^T A^T) */
     int nthreads;
     /* GEMM */
     int direct;         /* float32 C with unit column stride: the micro-kernel updates C in place */
@@ -313,7 +314,7 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
     memset(pl, 0, sizeof *pl);
     /* Prefer C with contiguous rows: the micro-kernel writes rows. */
     int64_t esz = p->c.bf16 ? 2 : 4;
-    if (p->c.cs != esz && p->c.rs == esz) transpose_problem(p);
+    if (p->c.cs != esz && p->c.rs == esz) transpose_problem(p), pl->transposed ^= 1;
 
     /* Matrix-vector products: stream the big operand once. */
     int la = gemv_layout(&p->a), lb = gemv_layout(&(bg_view){p->b.p, p->b.cs, p->b.rs});
@@ -332,7 +333,7 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
                 (p->N <= kt->small_maxn || p->M <= kt->small_maxn);
     if (small && (gemv_a || gemv_b) && (gemv_a ? p->N : p->M) < BG_SMALL_MINN) small = 0;
     if (small) {
-        if (p->N > kt->small_maxn) transpose_problem(p);
+        if (p->N > kt->small_maxn) transpose_problem(p), pl->transposed ^= 1;
         pl->path = PATH_SMALL; /* no workspace, one thread */
         pl->nthreads = 1;
         return;
@@ -341,6 +342,7 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
         pl->path = la;
     } else if (gemv_b) {
         transpose_problem(p);
+        pl->transposed ^= 1;
         pl->path = lb;
     }
 
@@ -826,6 +828,7 @@ typedef struct bg_batch_s {
     unsigned char *c;
     int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
     int c_bf16;
+    int small, transposed; /* every product takes the small kernel, transposed or not */
     atomic_int rc;         /* the last failure, or 0 */
     int64_t count, grain;  /* products, and products per claim */
     _Atomic int64_t next;  /* the first product not claimed yet */
@@ -841,6 +844,14 @@ static void batch_thread(bg_batch *bt)
         int64_t i0 = atomic_fetch_add(&bt->next, bt->grain);
         if (i0 >= bt->count) return;
         for (int64_t i = i0; i < min64(bt->count, i0 + bt->grain); i++) {
+            if (bt->small) { /* the plan every product of the batch gets, made once */
+                bg_problem p = {bt->M, bt->N, bt->K, {bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs},
+                                {bt->b + i * bt->b_bs, bt->b_rs, bt->b_cs},
+                                {bt->c + i * bt->c_bs, bt->c_rs, bt->c_cs, bt->c_bf16}};
+                if (bt->transposed) transpose_problem(&p);
+                select_kernel()->small(p.M, p.N, p.K, &p.a, &p.b, &p.c);
+                continue;
+            }
             int rc = bf16_gemm(bt->M, bt->N, bt->K, bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs, bt->b + i * bt->b_bs,
                                bt->b_rs, bt->b_cs, bt->c + i * bt->c_bs, bt->c_rs, bt->c_cs, bt->c_bf16, 1);
             if (rc < 0) {
@@ -859,13 +870,10 @@ int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
     if (count <= 0) return 0;
     if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
     double flops = 2.0 * (double)M * (double)N * (double)K;
-    int64_t t = 1;
-    if (count > 1 && nthreads > 1 && M > 0 && N > 0 && K > 0 && flops < BG_GEMM_MT_FLOPS) {
-        t = min64(nthreads, count);
-        t = min64(t, (int64_t)(flops * (double)count / BG_GEMM_MT_FLOPS));
-    }
-    bg_batch bt = {M, N, K, A, B, C, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, c_is_bf16 != 0, 0, 0, 0, 0};
-    if (t <= 1) { /* products big enough for threads of their own, or too little work in all */
+    bg_batch bt = {M, N, K, A, B, C, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, c_is_bf16 != 0, 0, 0, 0,
+                   count, 1, 0};
+    if (M <= 0 || N <= 0 || K <= 0 || flops >= BG_GEMM_MT_FLOPS || count == 1) {
+        /* empty products, or products big enough for threads of their own */
         for (int64_t i = 0; i < count; i++) {
             int rc = bf16_gemm(M, N, K, bt.a + i * a_bs, a_rs, a_cs, bt.b + i * b_bs, b_rs, b_cs,
                                bt.c + i * c_bs, c_rs, c_cs, c_is_bf16, nthreads);
@@ -873,12 +881,21 @@ int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
         }
         return 0;
     }
-    t = min64(t, BG_BATCH_MAX_THREADS);
-    bt.count = count;
-    bt.grain = max64(1, count / (8 * t));
-    bg_task tasks[BG_BATCH_MAX_THREADS];
-    for (int i = 0; i < (int)t; i++) tasks[i] = (bg_task){.batch = &bt};
-    run_tasks(tasks, (int)t);
+    bg_problem p0 = {M, N, K, {A, a_rs, a_cs}, {B, b_rs, b_cs}, {C, c_rs, c_cs, c_is_bf16 != 0}};
+    bg_plan pl;
+    make_plan(&p0, select_kernel(), 1, &pl);
+    bt.small = pl.path == PATH_SMALL, bt.transposed = pl.transposed; /* the same plan for all */
+    int64_t t = min64(min64(nthreads, count), BG_BATCH_MAX_THREADS);
+    t = min64(t, (int64_t)(flops * (double)count / BG_GEMM_MT_FLOPS));
+    if (t <= 1) {
+        bt.grain = count;
+        batch_thread(&bt);
+    } else {
+        bt.grain = max64(1, count / (8 * t));
+        bg_task tasks[BG_BATCH_MAX_THREADS];
+        for (int i = 0; i < (int)t; i++) tasks[i] = (bg_task){.batch = &bt};
+        run_tasks(tasks, (int)t);
+    }
     return atomic_load(&bt.rc);
 }
 

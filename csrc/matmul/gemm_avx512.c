@@ -404,10 +404,13 @@ BG_TARGET static void small_avx512(int64_t M, int64_t N, int64_t K, const bg_vie
     int R = BG_SMALL_ROWS(nv);
     int64_t ldb = nv * 16;
     if (b->cs == 2) { /* rows contiguous: 16 columns at a time, zero filled past N */
-        for (int64_t k = 0; k < K; k++)
-            for (int v = 0; v < nv; v++)
-                _mm512_store_ps(bw + k * ldb + 16 * v, widen16_n(b->p + k * b->rs + 32 * v, N - 16 * v < 16 ? (int)(N - 16 * v) : 16));
-        bg_pad_panel(bw, ldb, K, N);
+        for (int64_t k = 0; k < K; k++) {
+            const unsigned char *src = b->p + k * b->rs;
+            int v = 0;
+            for (; 16 * v + 16 <= N; v++) _mm512_store_ps(bw + k * ldb + 16 * v, widen16(src + 32 * v));
+            if (v < nv) _mm512_store_ps(bw + k * ldb + 16 * v, widen16_n(src + 32 * v, (int)(N - 16 * v)));
+        }
+        if (N < ldb) bg_pad_panel(bw, ldb, K, N);
     } else {
         bg_small_widen_b_avx2(b, K, N, ldb, bw);
     }
@@ -416,8 +419,10 @@ BG_TARGET static void small_avx512(int64_t M, int64_t N, int64_t K, const bg_vie
         if (a->cs == 2) {
             for (int64_t r = 0; r < R; r++) { /* rows past the end repeat the last (see bg_pad_panel) */
                 const unsigned char *src = a->p + (i0 + (r < rows ? r : rows - 1)) * a->rs;
-                for (int64_t k = 0; k < K; k += 16) {
-                    int cnt = K - k < 16 ? (int)(K - k) : 16;
+                int64_t k = 0;
+                for (; k + 16 <= K; k += 16) _mm512_storeu_ps(af + r * K + k, widen16(src + 2 * k));
+                if (k < K) {
+                    int cnt = (int)(K - k);
                     _mm512_mask_storeu_ps(af + r * K + k, (__mmask16)((1u << cnt) - 1u), widen16_n(src + 2 * k, cnt));
                 }
             }
