@@ -376,7 +376,8 @@ copy_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dim
         memmove(out, in, (size_t)n * 2); /* NumPy's copies (buffers, .copy(), concatenate) */
         return 0;
     }
-    if (!swap && si == 0) { /* one value broadcast: fill, full, zeros_like, a[...] = x */
+    if (!swap && si == 0 && n > 0) { /* one value broadcast: fill, full, zeros_like, a[...] = x
+                                       * (an empty array's data may be a 1-byte block) */
         bf16_t h;
         memcpy(&h, in, 2);
         if (so == 2) {

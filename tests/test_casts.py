@@ -665,3 +665,12 @@ def test_copies_and_fills_move_the_bits_like_uint16():
             target[::3] = v
             assert np.array_equal(target.view(np.uint16)[::3], np.full(n, b, np.uint16))
             assert not target.view(np.uint16)[1::3].any()
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (2, 0, 2)])
+def test_copies_of_empty_arrays(shape):
+    """Copies of empty arrays: NumPy may call the copy loop with no elements and a zero stride over
+    a 1-byte block; the loop reads nothing then (.ci/sanitize.sh asan reported a 2-byte read)."""
+    a = np.empty(shape, BF)
+    for r in (a.astype(BF), a.copy(), a.T.copy(), np.ascontiguousarray(a.T), a.astype(BF.newbyteorder())):
+        assert r.size == 0 and r.dtype.kind == BF.kind

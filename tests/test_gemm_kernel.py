@@ -120,7 +120,7 @@ def test_random_shapes_and_layouts_within_bound(m, k, n, layout, seed):
 # GEMV: both sides wider than 16, or square with k < 128; row/column remainders of every tile
 SEQUENTIAL_SHAPES = [(17, 1, 17), (16, 16, 16), (5, 7, 5), (16, 100, 16), (20, 128, 64), (97, 64, 40),
                      (100, 128, 64), (33, 129, 65), (70, 256, 64), (300, 200, 17), (50, 50, 200),
-                     (100, 256, 100)]
+                     (100, 256, 100), (1, 37, 1), (1, 64, 1)]  # (the last two: short dot products)
 
 
 def sequential_sums(A, B):
@@ -189,22 +189,25 @@ def test_batches_match_single_products(rng, sa, sb, layout):
         check_bf16_is_rounded_f32(r16, r32)
 
 
-def test_stacked_vector_products_match_single_ones(rng):
-    """np.vecdot / np.matvec / np.vecmat over stacks: each product's bits, for every thread count."""
-    x, _ = make(rng, (400, 300))
-    y, _ = make(rng, (400, 300))
-    w, _ = make(rng, (50, 40, 300))
+@pytest.mark.parametrize("k", [20, 300])
+def test_stacked_vector_products_match_single_ones(rng, k):
+    """np.vecdot / np.matvec / np.vecmat over stacks: each product's bits, for every thread count
+    (short dot products take one sequential sum, long ones the GEMV)."""
+    x, _ = make(rng, (400, k))
+    y, _ = make(rng, (400, k))
+    w, _ = make(rng, (50, 40, k))
+    u, _ = make(rng, (50, 40))
     with bd.num_threads(1):
         dots = [bd.matmul(x[i], y[i], out_dtype=np.float32) for i in range(400)]
         mv = [bd.matmul(w[i], x[i], out_dtype=np.float32) for i in range(50)]
-        vm = [bd.matmul(x[i, :40], w[i], out_dtype=np.float32) for i in range(50)]
+        vm = [bd.matmul(u[i], w[i], out_dtype=np.float32) for i in range(50)]
     for threads in (1, 2, 3):
         with bd.num_threads(threads):
             got = np.vecdot(x, y)
             assert np.array_equal(bf16_bits(got), reference_round(np.stack(dots))), threads
             if hasattr(np, "matvec"):
                 assert np.array_equal(bf16_bits(np.matvec(w, x[:50])), reference_round(np.stack(mv)))
-                assert np.array_equal(bf16_bits(np.vecmat(x[:50, :40], w)), reference_round(np.stack(vm)))
+                assert np.array_equal(bf16_bits(np.vecmat(u, w)), reference_round(np.stack(vm)))
 
 
 # a product shape per path: small (row and column remainders), GEMM with partial panels, the float32
@@ -285,13 +288,14 @@ def gemv_lane_order(W32, V32, ku):
     return lanes[:, 0]
 
 
-# (from five columns, products with k <= 128 take the small-product kernel instead: sequential sums)
+# (from five columns, products with k <= 128 take the small-product kernel instead: sequential sums;
+# so do those with both sides at most 64 wide)
 @pytest.mark.parametrize("n,k", [(n, k) for n in (1, 2, 5, 8, 13, 16) for k in (129, 161, 700, 2100)]
                          + [(n, k) for n in (1, 2, 4) for k in (1, 31, 33)])
 def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
     """W @ V on the k-contiguous GEMV path gives exactly the documented order's float32 bits (16
     lanes of 32 k at the avx512 tier, 8 lanes of 16 k below), whatever the chunking."""
-    w, W = make(rng, (40, k))
+    w, W = make(rng, (70, k))  # wider than any small-product kernel's 64
     v, V = make(rng, (k, n))
     ku = 32 if bd._ext._gemm_kernel.startswith("avx512") else 16
     expected = gemv_lane_order(W.astype(np.float32), V.astype(np.float32), ku)

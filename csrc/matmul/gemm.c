@@ -223,6 +223,7 @@ void bf16_gemm_set_num_threads(int n)
 #define BG_GEMV_MAXN_ROWS 16            /* matrix with K contiguous: dot products, k chunked */
 #define BG_GEMV_MAXN_COLS 4             /* matrix with M contiguous: axpy form */
 #define BG_SMALL_MINN 5                 /* the small kernel before GEMV from this many columns */
+#define BG_DOT_MAXK 64                  /* 1 x 1 products up to this K: one sequential sum */
 
 typedef struct bg_problem_s {
     int64_t M, N, K;
@@ -245,7 +246,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-enum { PATH_GEMM = 0, PATH_GEMV_ROWS = 1, PATH_GEMV_COLS = 2, PATH_SMALL = 3 };
+enum { PATH_GEMM = 0, PATH_GEMV_ROWS = 1, PATH_GEMV_COLS = 2, PATH_SMALL = 3, PATH_DOT = 4 };
 
 typedef struct {
     int path;
@@ -321,19 +322,30 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
     /* (a square skinny product, M == N <= 16, only with a long k: with a short one the GEMM's
      * register block beats the GEMV's per-output lane sums; a 1 x 1 product, a dot product,
      * always: the GEMM would pad it to a block) */
+    /* A short dot product (1 x 1, K <= BG_DOT_MAXK): one float32 sum in increasing k, the small
+     * kernel's order; the GEMV's call costs more than the products there. */
+    if (p->M == 1 && p->N == 1 && p->K <= BG_DOT_MAXK) {
+        pl->path = PATH_DOT;
+        pl->nthreads = 1;
+        return;
+    }
     int gemv_a = gemv_fits(la, p->N) && (p->M > p->N || (p->M == p->N && (p->K >= 128 || p->N == 1)));
     int gemv_b = !gemv_a && gemv_fits(lb, p->M) && p->N > p->M;
     /* Small products (either orientation: C^T = B^T A^T when only M is narrow enough). From 5
      * GEMV columns on, the small kernel beats the GEMV's per-output lane sums too (measured on the
      * Ice Lake Xeon, 300 x K @ K x N for K <= 128 and N = 5..16: 1.1-4x); with fewer columns its
-     * register rows are mostly padding. The choice is the same for a product and its transpose
-     * (tests/test_gemm_kernel.py::test_skinny_within_bound). */
+     * lanes are mostly padding, unless the other side fits the lanes too: then that side goes in
+     * the lanes (a 32 x 32 matrix times a vector: 0.9 -> 0.3 us). The choice is the same for a
+     * product and its transpose (tests/test_gemm_kernel.py::test_skinny_within_bound). */
     double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
     int small = kt->small != NULL && p->K <= BG_SMALL_MAXK && p->K <= kt->kc && flops < BG_GEMM_MT_FLOPS &&
                 (p->N <= kt->small_maxn || p->M <= kt->small_maxn);
-    if (small && (gemv_a || gemv_b) && (gemv_a ? p->N : p->M) < BG_SMALL_MINN) small = 0;
+    int64_t wide = max64(p->M, p->N);
+    if (small && (gemv_a || gemv_b) && (gemv_a ? p->N : p->M) < BG_SMALL_MINN)
+        small = wide <= kt->small_maxn; /* narrow on both sides: the wide one in the lanes */
     if (small) {
-        if (p->N > kt->small_maxn) transpose_problem(p), pl->transposed ^= 1;
+        if (p->N > kt->small_maxn || (p->N < BG_SMALL_MINN && p->M == wide && wide <= kt->small_maxn))
+            transpose_problem(p), pl->transposed ^= 1;
         pl->path = PATH_SMALL; /* no workspace, one thread */
         pl->nthreads = 1;
         return;
@@ -721,6 +733,18 @@ static void run_tasks(bg_task *tasks, int nt)
     if (fe) feraiseexcept(fe);
 }
 
+/* The paths with no workspace and one thread. */
+static void run_plain(const bg_kernel *kt, int path, const bg_problem *p)
+{
+    if (path == PATH_SMALL) {
+        kt->small(p->M, p->N, p->K, &p->a, &p->b, &p->c);
+    } else { /* PATH_DOT: from +0, exact products in increasing k */
+        float acc = 0.0f;
+        for (int64_t k = 0; k < p->K; k++) acc += bg_load(p->a.p + k * p->a.cs) * bg_load(p->b.p + k * p->b.rs);
+        bg_store(&p->c, 0, 0, acc);
+    }
+}
+
 /* ------------------------------------------------------------------------------------------------
  * Entry points
  * ---------------------------------------------------------------------------------------------- */
@@ -790,8 +814,8 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
     const bg_kernel *kt = select_kernel();
     bg_plan pl;
     make_plan(&p, kt, nthreads, &pl);
-    if (pl.path == PATH_SMALL) {
-        kt->small(p.M, p.N, p.K, &p.a, &p.b, &p.c);
+    if (pl.path == PATH_SMALL || pl.path == PATH_DOT) {
+        run_plain(kt, pl.path, &p);
         return 0;
     }
 
@@ -828,7 +852,7 @@ typedef struct bg_batch_s {
     unsigned char *c;
     int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
     int c_bf16;
-    int small, transposed; /* every product takes the small kernel, transposed or not */
+    int plain, transposed; /* every product takes this workspace-free path (or 0), transposed or not */
     atomic_int rc;         /* the last failure, or 0 */
     int64_t count, grain;  /* products, and products per claim */
     _Atomic int64_t next;  /* the first product not claimed yet */
@@ -844,12 +868,12 @@ static void batch_thread(bg_batch *bt)
         int64_t i0 = atomic_fetch_add(&bt->next, bt->grain);
         if (i0 >= bt->count) return;
         for (int64_t i = i0; i < min64(bt->count, i0 + bt->grain); i++) {
-            if (bt->small) { /* the plan every product of the batch gets, made once */
+            if (bt->plain) { /* the plan every product of the batch gets, made once */
                 bg_problem p = {bt->M, bt->N, bt->K, {bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs},
                                 {bt->b + i * bt->b_bs, bt->b_rs, bt->b_cs},
                                 {bt->c + i * bt->c_bs, bt->c_rs, bt->c_cs, bt->c_bf16}};
                 if (bt->transposed) transpose_problem(&p);
-                select_kernel()->small(p.M, p.N, p.K, &p.a, &p.b, &p.c);
+                run_plain(select_kernel(), bt->plain, &p);
                 continue;
             }
             int rc = bf16_gemm(bt->M, bt->N, bt->K, bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs, bt->b + i * bt->b_bs,
@@ -884,7 +908,7 @@ int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
     bg_problem p0 = {M, N, K, {A, a_rs, a_cs}, {B, b_rs, b_cs}, {C, c_rs, c_cs, c_is_bf16 != 0}};
     bg_plan pl;
     make_plan(&p0, select_kernel(), 1, &pl);
-    bt.small = pl.path == PATH_SMALL, bt.transposed = pl.transposed; /* the same plan for all */
+    bt.plain = pl.path == PATH_SMALL || pl.path == PATH_DOT ? pl.path : 0, bt.transposed = pl.transposed;
     int64_t t = min64(min64(nthreads, count), BG_BATCH_MAX_THREADS);
     t = min64(t, (int64_t)(flops * (double)count / BG_GEMM_MT_FLOPS));
     if (t <= 1) {

@@ -67,7 +67,7 @@ typedef void (*bg_pack_v_rows_fn)(const bg_view *b, int64_t nblocks, int64_t n, 
  * increasing k with FMAs, the micro-kernel's order, so the results are the GEMM path's bits
  * (tests/test_gemm_kernel.py::test_gemm_sums_in_increasing_k_from_zero).
  */
-#define BG_SMALL_MAXK 128
+#define BG_SMALL_MAXK 128 /* the driver also guarantees 1 <= N <= small_maxn */
 typedef void (*bg_small_fn)(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b, const bg_out *c);
 /* Write an mr x nr block of float32 values t (row stride ld) to C at (i0, j0), rounding to bfloat16
  * if C is bfloat16. */
