@@ -514,3 +514,22 @@ def test_unknown_operands_do_not_recurse(other):
         for first in (True, False):
             for make in (lambda t: t(1.5), lambda t: np.array([1.5], t)):
                 assert outcome(make(bfloat16)) == outcome(make(np.float16)), (f, first)
+
+
+@pytest.mark.parametrize("value", [[1.5], (1.5,), [], [1, 2], range(1), np.array([1.5]),
+                                   np.array([[1.5]]), np.array([1.5], bfloat16)],
+                         ids=lambda v: f"{type(v).__name__}{np.shape(v)}")
+def test_sequence_as_one_element_is_a_value_error_like_float16(value):
+    """A sequence given where one element goes (item assignment, fill, an object array's
+    element) raises float16's ValueError ("setting an array element with a sequence")."""
+    def attempts(t):
+        a = np.zeros(2, t)
+        yield lambda: a.__setitem__(0, value)
+        yield lambda: a.fill(value)
+        if not isinstance(value, np.ndarray):  # NumPy unpacks 1-element arrays of objects
+            yield lambda: np.array([value, 1.0], dtype=object).astype(t)
+    for f16_call, call in zip(attempts(np.float16), attempts(bfloat16)):
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            f16_call()
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            call()
