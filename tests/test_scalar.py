@@ -112,6 +112,17 @@ def test_none_and_datetimes_like_float16():
     x[0] = None
     assert np.isnan(x.astype(np.float32)[0])
     assert np.isnan(np.array([None, 1.0], bfloat16).astype(np.float32)[0])
+    # item and slice assignment, fill and array building take the count too, as for float16
+    for v in (np.timedelta64(5, "s"), np.datetime64(3, "D"), np.timedelta64(-7, "ms")):
+        for t in (np.float16, bfloat16):
+            a = np.zeros(3, t)
+            a[0] = v
+            a[1:] = v
+            b = np.zeros(2, t)
+            b.fill(v)
+            c = np.array([v, 1.0], t)
+            got = np.concatenate([a, b, c[:1]]).astype(np.float32)
+            assert (got == np.float32(v.astype(np.int64))).all(), (t, v, got)
 
 
 def _overflow_warnings(fn):
