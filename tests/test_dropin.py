@@ -439,3 +439,20 @@ def test_masked_array_lists_hold_bfloat16_scalars():
     assert type(m.tolist()[0]) is bfloat16 and m.tolist()[1] is None
     assert str(m) == "[bfloat16(1.5) --]"
     assert [type(v) for v in m.tolist(fill_value=0)] == [float, float]  # the workaround
+
+
+def test_structured_field_saves_as_v2_and_views_back():
+    """np.save keeps a bfloat16 field's bits as 'V2' (never float16); viewing the loaded array
+    with the original dtype restores it, compared field by field with the values saved."""
+    import io
+    sd = np.dtype([("a", bfloat16), ("b", np.int32)])
+    x = np.array([(1.5, 2), (-0.1, 3), (np.nan, 4)], sd)
+    assert sd.descr == [("a", "<V2"), ("b", "<i4")]
+    buf = io.BytesIO()
+    np.save(buf, x)
+    buf.seek(0)
+    y = np.load(buf)
+    assert y.dtype["a"] == np.dtype("V2") and y.dtype.itemsize == sd.itemsize
+    back = y.view(sd)
+    same(back["a"].view(np.uint16), x["a"].view(np.uint16))
+    same(back["b"], [2, 3, 4])
