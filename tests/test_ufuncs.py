@@ -661,20 +661,44 @@ def test_numpy_functions_that_pass_dtype_bfloat16():
                                rtol=2.0**-8, atol=2.0**-8)
 
 
+NUMPY_OWN_CALLS = """
+import numpy as np
+S = np.array(["ab", "c"], dtype=np.dtypes.StringDType())
+td, dt = np.array([1, 2], "m8[s]"), np.array([1, 2], "M8[s]")
+i8, u64, f16 = np.array([1, 2], np.int8), np.array([1, 2], np.uint64), np.array([1.5], np.float16)
+calls = [lambda: S + S, lambda: S * 2, lambda: dt + td, lambda: td * 1.5, lambda: td // td,
+         lambda: i8 + u64, lambda: f16 + np.int8(3), lambda: np.sqrt(i8), lambda: np.divide(i8, u64),
+         lambda: np.add.reduce(i8), lambda: np.add.reduce(np.array([True, True])),
+         lambda: np.add.reduce(i8, dtype=np.float16), lambda: np.maximum.accumulate(u64),
+         lambda: np.add.reduce(S), lambda: np.power(np.int8(2), np.int16(3)),
+         lambda: np.sqrt(np.array([4]), dtype=np.float32), lambda: np.ldexp(f16, i8[:1]),
+         lambda: np.add.reduce(np.array([1, 2], object)), lambda: np.clip(u64, 1, 1)]
+for f in calls:
+    try:
+        r = np.asarray(f())
+        print(r.dtype, r.tolist())
+    except Exception as e:
+        print(type(e).__name__)
+"""
+
+
 def test_output_promoter_leaves_other_calls_to_numpy():
     """The promoter behind `dtype=bfloat16` matches calls NumPy was given no output type for;
-    those keep NumPy's own results: mixed integer and float calls, reductions and accumulations
-    of other types, and float16 (the references: the same calls in a fresh interpreter without
-    this package, written out here)."""
-    i32, i64 = np.array([1, 2], np.int32), np.array([3, 4], np.int64)
-    assert (i32 + i64).dtype == np.int64 and np.divide(i32, i64).dtype == np.float64
-    assert np.power(np.int8(2), np.int16(3)).dtype == np.int16
-    assert np.sqrt(np.array([4], np.int8)).dtype == np.float16
-    assert np.add.reduce(np.array([1, 2], np.int8)).dtype == np.int64
-    assert np.multiply.accumulate(np.array([1, 2], np.uint8)).dtype == np.uint64
-    assert np.maximum.reduce(np.array([1.5, 2.5], np.float16)) == np.float16(2.5)
-    assert np.add.reduce(np.array([1.5, 2.5], np.float16)).dtype == np.float16
+    those keep NumPy's own results (mixed integers, StringDType, datetimes, reductions and
+    accumulations of other types, float16): the reference is the same calls in a child
+    interpreter that never imports this package."""
+    import subprocess
+    import sys
+    from conftest import TESTS_DIR
+
+    def run(code):
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, cwd=TESTS_DIR).stdout
+    env_free = run(NUMPY_OWN_CALLS)
+    assert run("import bfloat16_dtype\n" + NUMPY_OWN_CALLS) == env_free
+    assert len(env_free.splitlines()) == 19
     assert np.add.reduce(np.ones(3, BF16)).dtype == BF16
+    assert np.maximum.reduce(np.array([1.5, 2.5], np.float16)) == np.float16(2.5)
     got = np.add.reduce(np.array([1.0, 2.0**-8, 2.0**-8], np.float32), dtype=bfloat16)
     assert got.dtype == BF16 and float(got) == 1.0078125  # float32 accumulation, one rounding
     assert np.divmod(np.array([7]), np.array([2.0], np.float32))[0].dtype == np.float64
