@@ -424,6 +424,20 @@ bf16_discover_descr(PyArray_DTypeMeta *cls, PyObject *NPY_UNUSED(obj))
     return bf16_default_descr(cls);
 }
 
+/*
+ * The scalar types an element is set from directly by setitem: Python's numbers and text (as
+ * NumPy's default), and datetime64/timedelta64 scalars, which give their count of units as
+ * they do for float16 (no cast between the array types exists:
+ * tests/test_scalar.py::test_none_and_datetimes_like_float16).
+ */
+static int
+bf16_is_known_scalar_type(PyArray_DTypeMeta *NPY_UNUSED(cls), PyTypeObject *type)
+{
+    return type == &PyFloat_Type || type == &PyLong_Type || type == &PyBool_Type ||
+           type == &PyComplex_Type || type == &PyUnicode_Type || type == &PyBytes_Type ||
+           type == &PyDatetimeArrType_Type || type == &PyTimedeltaArrType_Type;
+}
+
 static PyArray_Descr *
 bf16_ensure_canonical(PyArray_Descr *descr)
 {
@@ -552,6 +566,7 @@ register_dtype(void)
         {NPY_DT_legacy_descriptor_proto, &bf16_proto}, /* must come first */
         {NPY_DT_common_dtype, bf16_common_dtype},
         {NPY_DT_discover_descr_from_pyobject, bf16_discover_descr},
+        {_NPY_DT_is_known_scalar_type, bf16_is_known_scalar_type}, /* same id in NumPy 2.0-2.5 */
         {NPY_DT_default_descr, bf16_default_descr},
         {NPY_DT_ensure_canonical, bf16_ensure_canonical},
         {NPY_DT_getitem, bf16_dt_getitem},

@@ -257,9 +257,9 @@ convert_object(PyObject *obj, bf16_t *out)
             if (shape == NULL) {
                 return -1;
             }
-            PyErr_Format(PyExc_TypeError,
-                         "only 0-d arrays can be converted to a bfloat16 scalar, got shape %R",
-                         shape);
+            PyErr_Format(PyExc_ValueError,
+                         "setting an array element with a sequence: a bfloat16 element takes "
+                         "one number, not an array of shape %R", shape);
             Py_DECREF(shape);
             return -1;
         }
@@ -275,9 +275,11 @@ convert_object(PyObject *obj, bf16_t *out)
         return r;
     }
     if (PySequence_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "bfloat16() argument must be a real number or a numeric string, not %R",
-                     obj);
+        /* float16's error, in item assignment, fill and object casts alike
+         * (tests/test_scalar.py::test_sequence_as_one_element_is_a_value_error_like_float16) */
+        PyErr_Format(PyExc_ValueError,
+                     "setting an array element with a sequence: a bfloat16 element takes one "
+                     "number, not a %.100s", Py_TYPE(obj)->tp_name);
         return -1;
     }
     /* Anything with __float__ / __index__ (e.g. fractions.Fraction, decimal.Decimal). */

@@ -349,3 +349,110 @@ def test_arange_rounds_the_float64_progression_once(start, stop, step):
         assert got[1] == f64_to_bf16_bits(np.float64(start) + step)
         i = np.arange(got.size, dtype=np.float64)
         assert np.array_equal(got[2:], f64_to_bf16_bits(v[0] + i * (v[1] - v[0]))[2:])
+
+
+# ---- NumPy limits for a user dtype (README, "Differences from float16 that remain") --------
+# Each test states what NumPy does today for bfloat16 next to float16, and the workaround the
+# README gives; it fails when NumPy changes, so the README can be updated.
+
+NUMPY = NumpyVersion(np.__version__)
+
+
+def test_python_float_where_numpy_casts_safely():
+    """np.choose (and np.true_divide(x, 2.0, casting="safe"), which np.ma.median uses on an
+    even count on NumPy >= 2.4) casts a Python float to the common type with the 'safe' rule;
+    NumPy decides that for its builtin floats only."""
+    idx = np.array([0, 1, 0])
+    assert np.choose(idx, [np.array([1, 2, 3], np.float16), 9.5]).dtype == np.float16
+    with pytest.raises(TypeError, match="Cannot cast scalar from dtype.'float64'."):
+        np.choose(idx, [np.array([1, 2, 3], BF16), 9.5])
+    got = np.choose(idx, [np.array([1, 2, 3], BF16), bfloat16(9.5)])  # the workaround
+    assert got.dtype == BF16 and got.astype(np.float32).tolist() == [1, 9.5, 3]
+    even = np.ma.masked_invalid(np.array([1, np.nan, 2.5, -0.5, 4], np.float32))
+    assert float(np.ma.median(even.astype(np.float16))) == 1.75
+    if NUMPY >= "2.4.0":
+        with pytest.raises(TypeError, match="Cannot cast ufunc 'divide' input 1"):
+            np.ma.median(even.astype(bfloat16))
+    elif NUMPY < "2.1.0":
+        assert float(np.ma.median(even.astype(bfloat16))) == 1.75
+    assert float(np.ma.median(even.astype(np.float32)).astype(bfloat16)) == 1.75
+
+
+def test_descending_sort_numpy_2_5():
+    """NumPy 2.5's descending=True needs a dtype's new sort ArrayMethods; bfloat16 (like
+    ml_dtypes' types) has the legacy ascending ones. x[np.argsort(-x, stable=True)] is the
+    stable descending order, NaNs last, as NumPy gives for float32."""
+    x = np.array([2.0, np.nan, 1.0, -0.0, 0.0, np.nan, 2.0, -1.0], BF16)
+    if NUMPY >= "2.5.0":
+        with pytest.raises(TypeError, match="no current sort function"):
+            np.sort(x, descending=True)
+        want = np.argsort(x.astype(np.float32), stable=True, descending=True)
+        same(np.argsort(-x, stable=True), want)
+    same(x[np.argsort(-x, stable=True)][:6].astype(np.float32), [2, 2, 1, -0.0, 0, -1])
+
+
+def test_timedelta_and_datetime_arrays():
+    """timedelta64 * float16 runs NumPy's timedelta-by-float loop; its type resolver accepts
+    NumPy's own types only, so with bfloat16 the call has no loop. Array casts between
+    bfloat16 and datetime64/timedelta64 do not exist either (float16 has unsafe ones); a
+    single element converts (its count of units)."""
+    td = np.array([3, 4], "m8[s]")
+    assert (td * np.array([1.5, 2], np.float16)).dtype == td.dtype
+    x = np.array([1.5, 2], BF16)
+    for call in (lambda: td * x, lambda: x * td, lambda: td / x, lambda: td // x):
+        with pytest.raises(TypeError):
+            call()
+    same(td * x.astype(np.float64), td * np.array([1.5, 2]))  # the workaround
+    for to in ("M8[s]", "m8[s]"):
+        assert np.can_cast(np.float16, to, "unsafe") and not np.can_cast(bfloat16, to, "unsafe")
+        with pytest.raises(TypeError, match="Cannot cast array data"):
+            x.astype(to)
+        with pytest.raises(TypeError, match="Cannot cast array data"):
+            np.zeros(2, to).astype(bfloat16)
+    a = np.zeros(2, BF16)
+    a[0] = np.timedelta64(3, "s")
+    assert float(a[0]) == 3.0
+
+
+def test_raw_bytes_views_and_dtype_queries():
+    """astype('V2') has no cast (view the bits instead); np.isdtype asks for NumPy's own
+    dtypes; assert_array_almost_equal_nulp reports a mismatch through np.common_type, which
+    knows the builtin floats only, so it raises TypeError rather than AssertionError."""
+    x = np.array([1.5, -2.0], BF16)
+    assert np.array([1.5], np.float16).astype("V2").dtype == np.dtype("V2")
+    with pytest.raises(ValueError, match="No cast function"):
+        x.astype("V2")
+    assert x.view("V2").tobytes() == x.tobytes()  # the workaround
+    assert np.isdtype(np.dtype(np.float16), "real floating")
+    with pytest.raises(TypeError, match="dtype argument must be a NumPy dtype"):
+        np.isdtype(BF16, "real floating")
+    np.testing.assert_array_almost_equal_nulp(x, x)  # equal arrays pass
+    with pytest.raises(TypeError, match="common type"):
+        np.testing.assert_array_almost_equal_nulp(x, -x)
+
+
+def test_masked_array_lists_hold_bfloat16_scalars():
+    """np.ma builds tolist() and the printed text from x.astype(object), which holds bfloat16
+    scalars (float16's holds Python floats): pass fill_value to tolist for plain floats."""
+    m = np.ma.array([1.5, 2], mask=[0, 1], dtype=BF16)
+    assert type(np.ma.array([1.5, 2], mask=[0, 1], dtype=np.float16).tolist()[0]) is float
+    assert type(m.tolist()[0]) is bfloat16 and m.tolist()[1] is None
+    assert str(m) == "[bfloat16(1.5) --]"
+    assert [type(v) for v in m.tolist(fill_value=0)] == [float, float]  # the workaround
+
+
+def test_structured_field_saves_as_v2_and_views_back():
+    """np.save keeps a bfloat16 field's bits as 'V2' (never float16); viewing the loaded array
+    with the original dtype restores it, compared field by field with the values saved."""
+    import io
+    sd = np.dtype([("a", bfloat16), ("b", np.int32)])
+    x = np.array([(1.5, 2), (-0.1, 3), (np.nan, 4)], sd)
+    assert sd.descr == [("a", "<V2"), ("b", "<i4")]
+    buf = io.BytesIO()
+    np.save(buf, x)
+    buf.seek(0)
+    y = np.load(buf)
+    assert y.dtype["a"] == np.dtype("V2") and y.dtype.itemsize == sd.itemsize
+    back = y.view(sd)
+    same(back["a"].view(np.uint16), x["a"].view(np.uint16))
+    same(back["b"], [2, 3, 4])

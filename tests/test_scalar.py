@@ -112,6 +112,17 @@ def test_none_and_datetimes_like_float16():
     x[0] = None
     assert np.isnan(x.astype(np.float32)[0])
     assert np.isnan(np.array([None, 1.0], bfloat16).astype(np.float32)[0])
+    # item and slice assignment, fill and array building take the count too, as for float16
+    for v in (np.timedelta64(5, "s"), np.datetime64(3, "D"), np.timedelta64(-7, "ms")):
+        for t in (np.float16, bfloat16):
+            a = np.zeros(3, t)
+            a[0] = v
+            a[1:] = v
+            b = np.zeros(2, t)
+            b.fill(v)
+            c = np.array([v, 1.0], t)
+            got = np.concatenate([a, b, c[:1]]).astype(np.float32)
+            assert (got == np.float32(v.astype(np.int64))).all(), (t, v, got)
 
 
 def _overflow_warnings(fn):
@@ -514,3 +525,34 @@ def test_unknown_operands_do_not_recurse(other):
         for first in (True, False):
             for make in (lambda t: t(1.5), lambda t: np.array([1.5], t)):
                 assert outcome(make(bfloat16)) == outcome(make(np.float16)), (f, first)
+
+
+@pytest.mark.parametrize("value", [[1.5], (1.5,), [], [1, 2], range(1), np.array([1.5]),
+                                   np.array([[1.5]]), np.array([1.5], bfloat16)],
+                         ids=lambda v: f"{type(v).__name__}{np.shape(v)}")
+def test_sequence_as_one_element_is_a_value_error_like_float16(value):
+    """A sequence given where one element goes (item assignment, fill, an object array's
+    element) raises float16's ValueError ("setting an array element with a sequence"). NumPy
+    2.0's float16 still takes a 1-element array there, with a DeprecationWarning that says it
+    will become an error; bfloat16 raises the error already."""
+    def attempts(t):
+        a = np.zeros(2, t)
+        yield lambda: a.__setitem__(0, value)
+        yield lambda: a.fill(value)
+        if not isinstance(value, np.ndarray):  # NumPy unpacks 1-element arrays of objects
+            yield lambda: np.array([value, 1.0], dtype=object).astype(t)
+    for f16_call, call in zip(attempts(np.float16), attempts(bfloat16)):
+        f16_deprecated = False
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            try:
+                f16_call()
+            except DeprecationWarning:
+                f16_deprecated = isinstance(value, np.ndarray) and value.size == 1
+            except ValueError as e:
+                assert "setting an array element with a sequence" in str(e)
+            else:
+                raise AssertionError(f"float16 took {value!r} as one element")
+        assert not f16_deprecated or NumpyVersion(np.__version__) < "2.4.0"
+        with pytest.raises(ValueError, match="setting an array element with a sequence"):
+            call()

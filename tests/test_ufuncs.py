@@ -579,3 +579,126 @@ def test_large_array_table_path_matches_direct_loop(name, all_values):
             except FloatingPointError as exc:
                 table = str(exc)
         assert (direct is None) == (table is None), (name, i, direct, table)
+
+
+# ---- dtype=bfloat16 with inputs of other types ------------------------------------------
+
+DTYPE_KW_UNARY = [u for u in CORRECTLY_ROUNDED_UNARY + TRANSCENDENTAL_UNARY + ["spacing"]]
+DTYPE_KW_BINARY = sorted(CORRECTLY_ROUNDED_BINARY) + TRANSCENDENTAL_BINARY + [
+    "copysign", "nextafter", "divmod"]
+DTYPE_KW_INPUTS = {
+    "float32": np.array([0.3, -2.7, 1e-3, 7.0], np.float32),
+    "float64": np.array([0.3, -2.7, 1e-3, 7.0]),
+    "float16": np.array([0.3, -2.7, 1e-3, 7.0], np.float16),
+    "int64": np.array([3, -2, 1, 7]),
+    "int8": np.array([3, -2, 1, 7], np.int8),
+    "bool": np.array([True, False, True, True]),
+    "python float": 0.3,
+    "python int": 3,
+}
+
+
+def _call_or_error(fn):
+    try:
+        with np.errstate(all="ignore"):
+            return fn(), None
+    except TypeError as e:
+        return None, e
+
+
+@pytest.mark.parametrize("kind", sorted(DTYPE_KW_INPUTS))
+@pytest.mark.parametrize("name", DTYPE_KW_UNARY + DTYPE_KW_BINARY)
+def test_dtype_keyword_casts_the_inputs_like_float16(name, kind):
+    """`np.sqrt(x, dtype=bfloat16)` with x of another type casts x to bfloat16 (same_kind) and
+    runs the bfloat16 loop, as `dtype=np.float16` does; the inputs of a binary ufunc may also
+    mix bfloat16 with the other type. The reference is the loop on inputs cast beforehand."""
+    u = getattr(np, name)
+    x = DTYPE_KW_INPUTS[kind]
+    operand_sets = [(x,)] if u.nin == 1 else [(x, x), (x, np.array([1.5, 2, -0.5, 3], BF16)),
+                                              (np.array([1.5, 2, -0.5, 3], BF16), x)]
+    for ops in operand_sets:
+        f16_ops = tuple(o.astype(np.float16) if isinstance(o, np.ndarray) and o.dtype == BF16
+                        else o for o in ops)
+        _, f16_err = _call_or_error(lambda: u(*f16_ops, dtype=np.float16))
+        got, err = _call_or_error(lambda: u(*ops, dtype=bfloat16))
+        assert (err is None) == (f16_err is None), (name, kind, err, f16_err)
+        if err is not None:
+            continue
+        want, _ = _call_or_error(lambda: u(*(np.asarray(o).astype(BF16) for o in ops)))
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert g.dtype == BF16
+            assert_same_bits(bits_of(np.atleast_1d(g)), bits_of(np.atleast_1d(w)),
+                             f"{name}({kind}, dtype=bfloat16)", nan_sign=True)
+
+
+def test_dtype_keyword_refusals_like_float16():
+    """The casting rule still applies to the inputs (complex, string and the safe rule refused,
+    as for float16), with NumPy's message naming both types."""
+    for bad, casting in [(np.array([1 + 1j]), "same_kind"), (np.array(["1"]), "same_kind"),
+                         (np.array([1.0]), "safe")]:
+        with pytest.raises(TypeError, match="Cannot cast ufunc 'sqrt' input"):
+            np.sqrt(bad, dtype=np.float16, casting=casting)
+        with pytest.raises(TypeError, match="Cannot cast ufunc 'sqrt' input"):
+            np.sqrt(bad, dtype=bfloat16, casting=casting)
+
+
+def test_numpy_functions_that_pass_dtype_bfloat16():
+    """np.linalg.norm(ord=3) and np.fft.ifft call `np.reciprocal(n, dtype=x.dtype)` on an
+    integer; both work as for float16 (references: the same calls on float64 data)."""
+    x = np.array([3.0, -4.0, 0.5], BF16)
+    for order in (3, -1, 0.5):
+        got = np.linalg.norm(x, ord=order)
+        assert got.dtype == BF16
+        want = np.linalg.norm(x.astype(np.float64), ord=order)
+        assert abs(float(got) - want) <= 4 * 2.0**-8 * abs(want)
+    y = np.array([1, 2, 3, 4], BF16)
+    assert np.fft.ifft(y).dtype == np.fft.ifft(y.astype(np.float16)).dtype == np.complex64
+    np.testing.assert_allclose(np.fft.ifft(y), np.fft.ifft(y.astype(np.float64)), rtol=1e-6)
+    got = np.fft.irfft(y)  # a real result keeps the input's type, as for float16 and float32
+    assert got.dtype == BF16 and np.fft.irfft(y.astype(np.float16)).dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), np.fft.irfft(y.astype(np.float64)),
+                               rtol=2.0**-8, atol=2.0**-8)
+
+
+NUMPY_OWN_CALLS = """
+import numpy as np
+S = np.array(["ab", "c"], dtype=np.dtypes.StringDType())
+td, dt = np.array([1, 2], "m8[s]"), np.array([1, 2], "M8[s]")
+i8, u64, f16 = np.array([1, 2], np.int8), np.array([1, 2], np.uint64), np.array([1.5], np.float16)
+calls = [lambda: S + S, lambda: S * 2, lambda: dt + td, lambda: td * 1.5, lambda: td // td,
+         lambda: i8 + u64, lambda: f16 + np.int8(3), lambda: np.sqrt(i8), lambda: np.divide(i8, u64),
+         lambda: np.add.reduce(i8), lambda: np.add.reduce(np.array([True, True])),
+         lambda: np.add.reduce(i8, dtype=np.float16), lambda: np.maximum.accumulate(u64),
+         lambda: np.add.reduce(S), lambda: np.power(np.int8(2), np.int16(3)),
+         lambda: np.sqrt(np.array([4]), dtype=np.float32), lambda: np.ldexp(f16, i8[:1]),
+         lambda: np.add.reduce(np.array([1, 2], object)), lambda: np.clip(u64, 1, 1)]
+for f in calls:
+    try:
+        r = np.asarray(f())
+        print(r.dtype, r.tolist())
+    except Exception as e:
+        print(type(e).__name__)
+"""
+
+
+def test_output_promoter_leaves_other_calls_to_numpy():
+    """The promoter behind `dtype=bfloat16` matches calls NumPy was given no output type for;
+    those keep NumPy's own results (mixed integers, StringDType, datetimes, reductions and
+    accumulations of other types, float16): the reference is the same calls in a child
+    interpreter that never imports this package."""
+    import subprocess
+    import sys
+    from conftest import TESTS_DIR
+
+    def run(code):
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, cwd=TESTS_DIR).stdout
+    env_free = run(NUMPY_OWN_CALLS)
+    assert run("import bfloat16_dtype\n" + NUMPY_OWN_CALLS) == env_free
+    assert len(env_free.splitlines()) == 19
+    assert np.add.reduce(np.ones(3, BF16)).dtype == BF16
+    assert np.maximum.reduce(np.array([1.5, 2.5], np.float16)) == np.float16(2.5)
+    got = np.add.reduce(np.array([1.0, 2.0**-8, 2.0**-8], np.float32), dtype=bfloat16)
+    assert got.dtype == BF16 and float(got) == 1.0078125  # float32 accumulation, one rounding
+    assert np.divmod(np.array([7]), np.array([2.0], np.float32))[0].dtype == np.float64

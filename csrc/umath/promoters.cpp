@@ -69,12 +69,55 @@ dtype_for_rank(Rank r)
     return r.rank == 0 ? NPY_DTYPE(bf16_descr) : dtype_of(real[r.rank]);
 }
 
+static bool
+outputs_fixed_to_bf16(PyUFuncObject *ufunc, PyArray_DTypeMeta *const signature[])
+{
+    for (int i = ufunc->nin; i < ufunc->nargs; i++) {
+        if (signature[i] != NPY_DTYPE(bf16_descr)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * `dtype=bfloat16` (every output fixed to bfloat16): the inputs not fixed by the signature are
+ * cast to bfloat16 under the call's casting rule, as NumPy does for float16
+ * (tests/test_ufuncs.py::test_dtype_keyword_casts_the_inputs_like_float16). NumPy matches an
+ * output it was not given to any pattern, so this promoter also sees calls with no bfloat16 in
+ * them (int32 + int64): it returns those unchanged, which sends NumPy on to its own legacy
+ * resolution, and a reduction (no first operand) gets NumPy's own reduction promotion
+ * (tests/test_ufuncs.py::test_output_promoter_leaves_other_calls_to_numpy).
+ */
+static int
+output_dtype_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
+                      PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    PyUFuncObject *u = (PyUFuncObject *)ufunc;
+    bool to_bf16 = outputs_fixed_to_bf16(u, signature);
+    for (int i = 0; i < u->nargs; i++) {
+        PyArray_DTypeMeta *d = op_dtypes[i];
+        if (to_bf16) {
+            d = signature[i] ? signature[i] : NPY_DTYPE(bf16_descr);
+        }
+        else if (i == 0 && d == NULL && u->nargs > 1) {
+            d = op_dtypes[1]; /* a reduction: the operand's DType, as NumPy's own fallback */
+        }
+        Py_XINCREF(d);
+        new_op_dtypes[i] = d;
+    }
+    return 0;
+}
+
 /* Inputs promote along the table in the README; outputs keep what the signature fixed. */
 static int
 bf16_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
               PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
 {
     int nin = ((PyUFuncObject *)ufunc)->nin, nargs = nin + ((PyUFuncObject *)ufunc)->nout;
+    if (outputs_fixed_to_bf16((PyUFuncObject *)ufunc, signature)) {
+        return output_dtype_promoter(ufunc, op_dtypes, signature, new_op_dtypes);
+    }
     Rank acc = {0, false};
     for (int i = 0; i < nin; i++) {
         PyArray_DTypeMeta *d = signature[i] ? signature[i] : op_dtypes[i];
@@ -247,6 +290,28 @@ register_clip_promoters(PyObject *numpy)
     }
     Py_DECREF(ufunc);
     return r;
+}
+
+int
+register_output_dtype_promoters(PyObject *numpy, const char *const *names, size_t count)
+{
+    for (size_t k = 0; k < count; k++) {
+        PyObject *ufunc = get_ufunc(numpy, names[k]);
+        if (ufunc == NULL) {
+            return -1;
+        }
+        PyUFuncObject *u = (PyUFuncObject *)ufunc;
+        PyArray_DTypeMeta *t[4] = {NULL, NULL, NULL, NULL};
+        for (int i = u->nin; i < u->nargs && i < 4; i++) {
+            t[i] = NPY_DTYPE(bf16_descr);
+        }
+        int r = u->nargs <= 4 ? add_promoter(ufunc, t, u->nargs, output_dtype_promoter) : 0;
+        Py_DECREF(ufunc);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int

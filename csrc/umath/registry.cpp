@@ -135,6 +135,17 @@ init_ufuncs(PyObject *module)
         r = register_promoters(numpy, binary_promoted,
                                sizeof binary_promoted / sizeof binary_promoted[0]);
     }
+    if (r == 0) {
+        /* the loops whose every operand is bfloat16, and add/multiply (reduce_acc.cpp) */
+        const char *names[sizeof loop_table / sizeof loop_table[0] + 2] = {"add", "multiply"};
+        size_t count = 2;
+        for (const LoopDef &def : loop_table) {
+            bool all_bf16 = true;
+            for (int i = 0; i < def.nargs; i++) all_bf16 = all_bf16 && def.types[i] == BF;
+            if (all_bf16) names[count++] = def.ufunc;
+        }
+        r = register_output_dtype_promoters(numpy, names, count);
+    }
     Py_DECREF(numpy);
     return r;
 }

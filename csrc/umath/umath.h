@@ -21,6 +21,10 @@ int register_accumulating_loops(PyObject *numpy);
  * float_power, and for clip's bounds. */
 int register_promoters(PyObject *numpy, const char *const *binary_names, size_t count);
 
+/* For each named ufunc whose bfloat16 loop has only bfloat16 operands: `dtype=bfloat16` casts
+ * the inputs to bfloat16, whatever their type. */
+int register_output_dtype_promoters(PyObject *numpy, const char *const *names, size_t count);
+
 /* Legacy inner loops with two outputs or mixed operand types. */
 void divmod_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
 void modf_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
