@@ -795,6 +795,8 @@ static void ws_release(unsigned char *blk)
     free(atomic_exchange_explicit(&g_ws_cache, blk, memory_order_acq_rel));
 }
 
+static int run_planned(const bg_kernel *kt, bg_problem *pp, const bg_plan *plp);
+
 int bf16_gemm(int64_t M, int64_t N, int64_t K,
               const void *A, int64_t a_rs, int64_t a_cs,
               const void *B, int64_t b_rs, int64_t b_cs,
@@ -818,7 +820,15 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
         run_plain(kt, pl.path, &p);
         return 0;
     }
+    return run_planned(kt, &p, &pl);
+}
 
+/* The paths with a workspace, maybe threads. Not inlined into bf16_gemm: its stack buffer and the
+ * small kernel's stack copies are never live at once. */
+static __attribute__((noinline)) int run_planned(const bg_kernel *kt, bg_problem *pp, const bg_plan *plp)
+{
+    bg_problem p = *pp;
+    bg_plan pl = *plp;
     unsigned char stack_ws[BG_STACK_BYTES] __attribute__((aligned(BG_ALIGN)));
     unsigned char *ws = stack_ws, *heap = NULL;
     if (pl.ws_total > BG_STACK_BYTES) {
