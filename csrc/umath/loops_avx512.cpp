@@ -651,6 +651,24 @@ __attribute__((noinline)) __m512i redo_lanes(__m512i v, __m512i out, uint32_t re
     return _mm512_load_si512(res);
 }
 
+/* redo_lanes for the lanes of k that are unclean (clean_e / clean_o: even and odd elements),
+ * changed by the clamp (u against v), or near a midpoint (we, wo); the masks are formed here,
+ * out of line, so the loop itself only tests whether there is any */
+template <class Op>
+__attribute__((noinline)) __m512i redo_masked_lanes(__m512i v, __m512i u, __m512i out,
+                                                    __m512i we, __m512i wo, __mmask16 clean_e,
+                                                    __mmask16 clean_o, __mmask32 k,
+                                                    const UnaryTable *table, unsigned *flags,
+                                                    int *ovf)
+{
+    uint32_t redo_e = (uint16_t)(~clean_e | near_midpoint(we));
+    uint32_t redo_o = (uint16_t)(~clean_o | near_midpoint(wo));
+    uint32_t redo = ((uint32_t)_mm512_cmpneq_epi16_mask(u, v) | spread_bits(redo_e) |
+                     (spread_bits(redo_o) << 1)) &
+                    (uint32_t)k;
+    return redo ? redo_lanes<Op>(v, out, redo, table, flags, ovf) : out;
+}
+
 template <class Op, class = void> struct IsApproximate : std::false_type {};
 template <class Op>
 struct IsApproximate<Op, std::void_t<decltype(V<Op>::approximate)>> : std::true_type {};
@@ -674,34 +692,29 @@ int twin_unary(const char *a, char *o, npy_intp n)
         const UnaryTable *table = unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768);
         unsigned flags = 0;
         run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
-            __m512i v = load_at(a, i, k);
-            __m512i we, wo;
-            __mmask16 redo_e, redo_o;
+            __m512i v = load_at(a, i, k), u = v, we, wo;
+            __mmask16 clean_e = 0xffff, clean_o = 0xffff, near_e, near_o;
             __mmask32 bad = 0;
             if constexpr (ClampsInputs<Op>::value) {
-                __m512i u = V<Op>::clamp(v);
+                u = V<Op>::clamp(v);
                 bad = _mm512_cmpneq_epi16_mask(u, v);
                 we = add_half_ulp(V<Op>::f(even_f32(u)));
                 wo = add_half_ulp(V<Op>::f(odd_f32(u)));
-                redo_e = near_midpoint(we);
-                redo_o = near_midpoint(wo);
+                near_e = near_midpoint(we);
+                near_o = near_midpoint(wo);
             }
             else {
-                __mmask16 clean_e, clean_o;
                 we = add_half_ulp(V<Op>::f(even_f32(v), &clean_e));
                 wo = add_half_ulp(V<Op>::f(odd_f32(v), &clean_o));
-                redo_e = _kor_mask16(_knot_mask16(clean_e), near_midpoint(we));
-                redo_o = _kor_mask16(_knot_mask16(clean_o), near_midpoint(wo));
+                near_e = _kor_mask16(_knot_mask16(clean_e), near_midpoint(we));
+                near_o = _kor_mask16(_knot_mask16(clean_o), near_midpoint(wo));
             }
             __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo,
                                                     _mm512_set1_epi32((int)0xffff0000u), 0xF8);
-            if (__builtin_expect(
-                        !_kortestz_mask32_u8(bad, (__mmask32)_kor_mask16(redo_e, redo_o)), 0)) {
-                uint32_t redo = ((uint32_t)bad | spread_bits(redo_e) | (spread_bits(redo_o) << 1)) &
-                                (uint32_t)k;
-                if (redo) {
-                    out = redo_lanes<Op>(v, out, redo, table, &flags, &ovf);
-                }
+            /* any lane to redo? (the two 16-lane masks side by side, with bad) */
+            if (__builtin_expect(!_kortestz_mask32_u8(bad, _mm512_kunpackw(near_e, near_o)), 0)) {
+                out = redo_masked_lanes<Op>(v, u, out, we, wo, clean_e, clean_o, k, table,
+                                            &flags, &ovf);
             }
             return out;
         });
