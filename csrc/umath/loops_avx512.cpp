@@ -487,9 +487,10 @@ inline __m512i add_half_ulp(__m512 r)
 {
     return _mm512_add_epi32(_mm512_castps_si512(r), _mm512_set1_epi32(0x8000 + NEAR));
 }
-inline __mmask16 near_midpoint(__m512i w)
+inline __m512i near_bits() { return _mm512_set1_epi32(0xffff & ~(2 * NEAR - 1)); }
+inline __mmask16 near_midpoint(__m512i w, __m512i bits = near_bits())
 {
-    return _mm512_testn_epi32_mask(w, _mm512_set1_epi32(0xffff & ~(2 * NEAR - 1)));
+    return _mm512_testn_epi32_mask(w, bits);
 }
 
 template <int P> struct Cmp {
@@ -691,6 +692,10 @@ int twin_unary(const char *a, char *o, npy_intp n)
          * are redone from the table (when it exists) or the functor */
         const UnaryTable *table = unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768);
         unsigned flags = 0;
+        /* opaque, so the compiler keeps it in a register instead of broadcasting it anew in
+         * every block (one more port-5 op there) */
+        __m512i nb = near_bits();
+        __asm__("" : "+v"(nb));
         run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
             __m512i v = load_at(a, i, k), u = v, we, wo;
             __mmask16 clean_e = 0xffff, clean_o = 0xffff, near_e, near_o;
@@ -700,14 +705,14 @@ int twin_unary(const char *a, char *o, npy_intp n)
                 bad = _mm512_cmpneq_epi16_mask(u, v);
                 we = add_half_ulp(V<Op>::f(even_f32(u)));
                 wo = add_half_ulp(V<Op>::f(odd_f32(u)));
-                near_e = near_midpoint(we);
-                near_o = near_midpoint(wo);
+                near_e = near_midpoint(we, nb);
+                near_o = near_midpoint(wo, nb);
             }
             else {
                 we = add_half_ulp(V<Op>::f(even_f32(v), &clean_e));
                 wo = add_half_ulp(V<Op>::f(odd_f32(v), &clean_o));
-                near_e = _kor_mask16(_knot_mask16(clean_e), near_midpoint(we));
-                near_o = _kor_mask16(_knot_mask16(clean_o), near_midpoint(wo));
+                near_e = _kor_mask16(_knot_mask16(clean_e), near_midpoint(we, nb));
+                near_o = _kor_mask16(_knot_mask16(clean_o), near_midpoint(wo, nb));
             }
             __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo,
                                                     _mm512_set1_epi32((int)0xffff0000u), 0xF8);
