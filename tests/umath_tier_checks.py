@@ -73,7 +73,8 @@ def test_unary_exhaustive_every_layout(name):
 
 SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 100.0, -100.0, 88.5, 89.0,
             -87.0, -88.0, -104.0, 3e38, -3e38, 1e-30, -1e-30, 1e-39, -1e-39, 1e-45,
-            65536.0, -66048.0, 2.0**-40, -(2.0**-41), 1e-20]  # sin/cos: ends of the vector range
+            65536.0, -66048.0, 2.0**-40, -(2.0**-41), 1e-20,  # sin/cos: ends of the vector range
+            -np.nan, 2.0**-126, 1.4921875 * 2.0**127, 1.5 * 2.0**127]  # log: ends of its clamp
 
 
 def warning_kinds(f, x):

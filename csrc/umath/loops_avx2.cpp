@@ -206,7 +206,9 @@ template <> struct V<Tanh> {
         __m256 p = horner(z, -929569.0f / 638512875, 21844.0f / 6081075, -1382.0f / 155925,
                           62.0f / 2835, -17.0f / 315, 2.0f / 15, -1.0f / 3);
         __m256 small = fmadd(_mm256_mul_ps(p, z), as, as);
-        __m256 e2 = exp_core(_mm256_min_ps(_mm256_add_ps(ax, ax), c(40.0f)));
+        /* capped before doubling: 2|x| overflows (and raised "overflow") from 2^127 on */
+        __m256 ac = _mm256_min_ps(ax, c(20.0f));
+        __m256 e2 = exp_core(_mm256_add_ps(ac, ac));
         __m256 big = _mm256_sub_ps(c(1.0f), _mm256_div_ps(c(2.0f), _mm256_add_ps(e2, c(1.0f))));
         __m256 r = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, c(0.4f), _CMP_LT_OQ));
         return _mm256_or_ps(r, sign);

@@ -239,13 +239,28 @@ inline __m512 reciprocal(__m512 d)
     return _mm512_mul_ps(y, _mm512_fnmadd_ps(d, y, c(2.0f)));
 }
 
+/*
+ * Ops with `clamps_inputs` find their clean lanes from the bfloat16 bits, 32 lanes in two or
+ * three 16-bit integer ops: clamp maps every input (NaN and infinities included) into the
+ * clean range, where f raises no flag but "inexact", and the lanes it changed are redone.
+ * (Cheaper than float compares and a masked move in each half; same results.)
+ */
+inline __m512i clamp_signed(__m512i v, bf16_t lo, bf16_t hi)
+{
+    return _mm512_max_epi16(_mm512_min_epi16(v, _mm512_set1_epi16((short)hi)),
+                            _mm512_set1_epi16((short)lo));
+}
+
+/* Clean for x in [-87, 88.5]: the signed minimum caps positive x (and +inf, positive NaNs) at
+ * 88.5 (0x42B1), then the unsigned minimum caps negative x (sign bit set) at -87 (0xC2AE). */
 template <> struct V<Exp> {
-    static constexpr bool approximate = true;
-    static __m512 f(__m512 x, __mmask16 *clean)
+    static constexpr bool approximate = true, clamps_inputs = true;
+    static __m512i clamp(__m512i v)
     {
-        *clean = between(x, -87.0f, 88.5f);
-        return exp_core(_mm512_maskz_mov_ps(*clean, x));
+        return _mm512_min_epu16(_mm512_min_epi16(v, _mm512_set1_epi16(0x42B1)),
+                                _mm512_set1_epi16((short)0xC2AE));
     }
+    static __m512 f(__m512 x) { return exp_core(x); }
 };
 
 /* 2^x for x in [-126, 127.5]: x = n + r exactly (|r| <= 1/2), 2^r by exp's polynomial, then
@@ -287,18 +302,21 @@ inline __mmask16 positive_finite(__m512 x)
  * f takes only 96 values, and g of degree 7 fitted on those (least maximal relative error of
  * f g(f) against log1p f, 1.9e-7) is enough: about 4 float32 ulps after the float32 evaluation,
  * well inside NEAR (every result is checked against float64 log by
- * test_unary_exhaustive_every_layout in tests/umath_tier_checks.py). Clean for 0 < x < inf
- * (fpclass); the other lanes are masked off getmant and getexp, so they raise nothing.
+ * test_unary_exhaustive_every_layout in tests/umath_tier_checks.py). Clean for normal x from
+ * 2^-126 up to 1.5 * 2^127 (exclusive), where 4x/3 is normal and finite; subnormal x, the top
+ * of the range and x <= 0, inf, NaN are redone.
  */
 template <> struct V<Log> {
-    static constexpr bool approximate = true;
-    static __m512 f(__m512 x, __mmask16 *clean)
+    static constexpr bool approximate = true, clamps_inputs = true;
+    /* 0x0080 ... 0x7f3f in signed 16-bit order: negative x, NaNs with the sign bit, zeros and
+     * subnormals go to 0x0080, +inf and positive NaNs to 0x7f3f */
+    static __m512i clamp(__m512i v) { return clamp_signed(v, 0x0080, 0x7f3f); }
+    static __m512 f(__m512 x)
     {
-        /* fpclass: QNaN 0x01, +-0 0x06, +-inf 0x18, negative 0x40, SNaN 0x80 */
-        *clean = (__mmask16)~_mm512_fpclass_ps_mask(x, 0xDF);
-        __m512 m = _mm512_maskz_getmant_ps(*clean, x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
-        __m512 ex = _mm512_maskz_getexp_ps(*clean, x);
-        __m512 e = _mm512_mask_add_ps(ex, _mm512_cmp_ps_mask(m, c(1.0f), _CMP_LT_OQ), ex, c(1.0f));
+        __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
+        /* x = 2^e m with m in [0.75, 1.5): e = floor(log2(4x/3)), which the rounding of 4x/3
+         * cannot move for a bfloat16 x (mantissa 1.4921875 gives 1.99, 1.5 gives 2) */
+        __m512 e = _mm512_getexp_ps(_mm512_mul_ps(x, c(4.0f / 3.0f)));
         __m512 fr = _mm512_sub_ps(m, c(1.0f));
         __m512 g = horner(fr, -0.0686533972620964f, 0.1425110399723053f, -0.17334404587745667f,
                           0.20085671544075012f, -0.2497885376214981f, 0.3333093523979187f,
@@ -469,9 +487,10 @@ inline __m512i add_half_ulp(__m512 r)
 {
     return _mm512_add_epi32(_mm512_castps_si512(r), _mm512_set1_epi32(0x8000 + NEAR));
 }
-inline __mmask16 near_midpoint(__m512i w)
+inline __m512i near_bits() { return _mm512_set1_epi32(0xffff & ~(2 * NEAR - 1)); }
+inline __mmask16 near_midpoint(__m512i w, __m512i bits = near_bits())
 {
-    return _mm512_testn_epi32_mask(w, _mm512_set1_epi32(0xffff & ~(2 * NEAR - 1)));
+    return _mm512_testn_epi32_mask(w, bits);
 }
 
 template <int P> struct Cmp {
@@ -633,9 +652,31 @@ __attribute__((noinline)) __m512i redo_lanes(__m512i v, __m512i out, uint32_t re
     return _mm512_load_si512(res);
 }
 
+/* redo_lanes for the lanes of k that are unclean (clean_e / clean_o: even and odd elements),
+ * changed by the clamp (u against v), or near a midpoint (we, wo); the masks are formed here,
+ * out of line, so the loop itself only tests whether there is any */
+template <class Op>
+__attribute__((noinline)) __m512i redo_masked_lanes(__m512i v, __m512i u, __m512i out,
+                                                    __m512i we, __m512i wo, __mmask16 clean_e,
+                                                    __mmask16 clean_o, __mmask32 k,
+                                                    const UnaryTable *table, unsigned *flags,
+                                                    int *ovf)
+{
+    uint32_t redo_e = (uint16_t)(~clean_e | near_midpoint(we));
+    uint32_t redo_o = (uint16_t)(~clean_o | near_midpoint(wo));
+    uint32_t redo = ((uint32_t)_mm512_cmpneq_epi16_mask(u, v) | spread_bits(redo_e) |
+                     (spread_bits(redo_o) << 1)) &
+                    (uint32_t)k;
+    return redo ? redo_lanes<Op>(v, out, redo, table, flags, ovf) : out;
+}
+
 template <class Op, class = void> struct IsApproximate : std::false_type {};
 template <class Op>
 struct IsApproximate<Op, std::void_t<decltype(V<Op>::approximate)>> : std::true_type {};
+
+template <class Op, class = void> struct ClampsInputs : std::false_type {};
+template <class Op>
+struct ClampsInputs<Op, std::void_t<decltype(V<Op>::clamps_inputs)>> : std::true_type {};
 
 template <class Tier, class Op>
 int twin_unary(const char *a, char *o, npy_intp n)
@@ -651,43 +692,37 @@ int twin_unary(const char *a, char *o, npy_intp n)
          * are redone from the table (when it exists) or the functor */
         const UnaryTable *table = unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768);
         unsigned flags = 0;
-        bool stream = streaming_output(o, n);
-        npy_intp head = stream ? to_alignment(o) : 0;
-        for (npy_intp i = 0; i < n;) {
-            npy_intp count = n - i < BLOCK ? n - i : BLOCK;
-            if (i == 0 && head != 0) {
-                count = head;
-            }
-            __mmask32 k = tail_mask(count);
-            if (stream) {
-                prefetch_ahead(a + 2 * i);
-            }
-            __m512i v = load_at(a, i, k);
-            __mmask16 clean_e, clean_o;
-            __m512i we = add_half_ulp(V<Op>::f(even_f32(v), &clean_e));
-            __m512i wo = add_half_ulp(V<Op>::f(odd_f32(v), &clean_o));
-            __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo,
-                                                    _mm512_set1_epi32((int)0xffff0000u), 0xF8);
-            unsigned redo_e = (unsigned)(__mmask16)(~clean_e | near_midpoint(we));
-            unsigned redo_o = (unsigned)(__mmask16)(~clean_o | near_midpoint(wo));
-            if (redo_e | redo_o) {
-                uint32_t redo = (spread_bits(redo_e) | (spread_bits(redo_o) << 1)) & (uint32_t)k;
-                out = redo_lanes<Op>(v, out, redo, table, &flags, &ovf);
-            }
-            if (count != BLOCK) {
-                _mm512_mask_storeu_epi16(o + 2 * i, k, out);
-            }
-            else if (stream) {
-                _mm512_stream_si512((__m512i *)(o + 2 * i), out);
+        /* opaque, so the compiler keeps it in a register instead of broadcasting it anew in
+         * every block (one more port-5 op there) */
+        __m512i nb = near_bits();
+        __asm__("" : "+v"(nb));
+        run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
+            __m512i v = load_at(a, i, k), u = v, we, wo;
+            __mmask16 clean_e = 0xffff, clean_o = 0xffff, near_e, near_o;
+            __mmask32 bad = 0;
+            if constexpr (ClampsInputs<Op>::value) {
+                u = V<Op>::clamp(v);
+                bad = _mm512_cmpneq_epi16_mask(u, v);
+                we = add_half_ulp(V<Op>::f(even_f32(u)));
+                wo = add_half_ulp(V<Op>::f(odd_f32(u)));
+                near_e = near_midpoint(we, nb);
+                near_o = near_midpoint(wo, nb);
             }
             else {
-                _mm512_storeu_si512(o + 2 * i, out);
+                we = add_half_ulp(V<Op>::f(even_f32(v), &clean_e));
+                wo = add_half_ulp(V<Op>::f(odd_f32(v), &clean_o));
+                near_e = _kor_mask16(_knot_mask16(clean_e), near_midpoint(we, nb));
+                near_o = _kor_mask16(_knot_mask16(clean_o), near_midpoint(wo, nb));
             }
-            i += count;
-        }
-        if (stream) {
-            _mm_sfence();
-        }
+            __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo,
+                                                    _mm512_set1_epi32((int)0xffff0000u), 0xF8);
+            /* any lane to redo? (the two 16-lane masks side by side, with bad) */
+            if (__builtin_expect(!_kortestz_mask32_u8(bad, _mm512_kunpackw(near_e, near_o)), 0)) {
+                out = redo_masked_lanes<Op>(v, u, out, we, wo, clean_e, clean_o, k, table,
+                                            &flags, &ovf);
+            }
+            return out;
+        });
         unary_table_raise(flags);
     }
     return ovf;
