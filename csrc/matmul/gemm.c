@@ -734,6 +734,8 @@ static void run_tasks(bg_task *tasks, int nt)
 }
 
 /* The paths with no workspace and one thread. */
+static int plain_path(int path) { return path == PATH_SMALL || path == PATH_DOT; }
+
 static void run_plain(const bg_kernel *kt, int path, const bg_problem *p)
 {
     if (path == PATH_SMALL) {
@@ -816,7 +818,7 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
     const bg_kernel *kt = select_kernel();
     bg_plan pl;
     make_plan(&p, kt, nthreads, &pl);
-    if (pl.path == PATH_SMALL || pl.path == PATH_DOT) {
+    if (plain_path(pl.path)) {
         run_plain(kt, pl.path, &p);
         return 0;
     }
@@ -862,7 +864,8 @@ typedef struct bg_batch_s {
     unsigned char *c;
     int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs;
     int c_bf16;
-    int plain, transposed; /* every product takes this workspace-free path (or 0), transposed or not */
+    const bg_kernel *kt;
+    int path, transposed;  /* the plan of every product (when plain_path(path): made once) */
     atomic_int rc;         /* the last failure, or 0 */
     int64_t count, grain;  /* products, and products per claim */
     _Atomic int64_t next;  /* the first product not claimed yet */
@@ -872,22 +875,34 @@ typedef struct bg_batch_s {
 
 /* One thread's share: runs of `grain` products claimed until none is left, so a thread the OS
  * schedules late takes fewer. */
+/* Product i of the batch, untransposed. */
+static bg_problem batch_problem(const bg_batch *bt, int64_t i)
+{
+    return (bg_problem){bt->M, bt->N, bt->K, {bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs},
+                        {bt->b + i * bt->b_bs, bt->b_rs, bt->b_cs},
+                        {bt->c + i * bt->c_bs, bt->c_rs, bt->c_cs, bt->c_bf16}};
+}
+
+/* Product i as a call on nthreads threads would compute it. */
+static int batch_product(const bg_batch *bt, int64_t i, int nthreads)
+{
+    bg_problem p = batch_problem(bt, i);
+    if (plain_path(bt->path)) { /* the plan every product of the batch gets, made once */
+        if (bt->transposed) transpose_problem(&p);
+        run_plain(bt->kt, bt->path, &p);
+        return 0;
+    }
+    return bf16_gemm(p.M, p.N, p.K, p.a.p, p.a.rs, p.a.cs, p.b.p, p.b.rs, p.b.cs, p.c.p, p.c.rs, p.c.cs, p.c.bf16,
+                     nthreads);
+}
+
 static void batch_thread(bg_batch *bt)
 {
     for (;;) {
         int64_t i0 = atomic_fetch_add(&bt->next, bt->grain);
         if (i0 >= bt->count) return;
         for (int64_t i = i0; i < min64(bt->count, i0 + bt->grain); i++) {
-            if (bt->plain) { /* the plan every product of the batch gets, made once */
-                bg_problem p = {bt->M, bt->N, bt->K, {bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs},
-                                {bt->b + i * bt->b_bs, bt->b_rs, bt->b_cs},
-                                {bt->c + i * bt->c_bs, bt->c_rs, bt->c_cs, bt->c_bf16}};
-                if (bt->transposed) transpose_problem(&p);
-                run_plain(select_kernel(), bt->plain, &p);
-                continue;
-            }
-            int rc = bf16_gemm(bt->M, bt->N, bt->K, bt->a + i * bt->a_bs, bt->a_rs, bt->a_cs, bt->b + i * bt->b_bs,
-                               bt->b_rs, bt->b_cs, bt->c + i * bt->c_bs, bt->c_rs, bt->c_cs, bt->c_bf16, 1);
+            int rc = batch_product(bt, i, 1);
             if (rc < 0) {
                 atomic_store(&bt->rc, rc);
                 return;
@@ -904,21 +919,20 @@ int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
     if (count <= 0) return 0;
     if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
     double flops = 2.0 * (double)M * (double)N * (double)K;
-    bg_batch bt = {M, N, K, A, B, C, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, c_is_bf16 != 0, 0, 0, 0,
-                   count, 1, 0};
+    bg_batch bt = {M, N, K, A, B, C, a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs, c_cs, c_is_bf16 != 0,
+                   select_kernel(), PATH_GEMM, 0, 0, count, 1, 0};
     if (M <= 0 || N <= 0 || K <= 0 || flops >= BG_GEMM_MT_FLOPS || count == 1) {
         /* empty products, or products big enough for threads of their own */
         for (int64_t i = 0; i < count; i++) {
-            int rc = bf16_gemm(M, N, K, bt.a + i * a_bs, a_rs, a_cs, bt.b + i * b_bs, b_rs, b_cs,
-                               bt.c + i * c_bs, c_rs, c_cs, c_is_bf16, nthreads);
+            int rc = batch_product(&bt, i, nthreads);
             if (rc < 0) return rc;
         }
         return 0;
     }
-    bg_problem p0 = {M, N, K, {A, a_rs, a_cs}, {B, b_rs, b_cs}, {C, c_rs, c_cs, c_is_bf16 != 0}};
+    bg_problem p0 = batch_problem(&bt, 0);
     bg_plan pl;
-    make_plan(&p0, select_kernel(), 1, &pl);
-    bt.plain = pl.path == PATH_SMALL || pl.path == PATH_DOT ? pl.path : 0, bt.transposed = pl.transposed;
+    make_plan(&p0, bt.kt, 1, &pl);
+    bt.path = pl.path, bt.transposed = pl.transposed;
     int64_t t = min64(min64(nthreads, count), BG_BATCH_MAX_THREADS);
     t = min64(t, (int64_t)(flops * (double)count / BG_GEMM_MT_FLOPS));
     if (t <= 1) {
