@@ -26,7 +26,7 @@ from conftest import TESTS_DIR  # noqa: E402
 
 U = 2.0 ** -24
 # kernel tiers shipped on x86-64, lowest first (kernel.h's table)
-SHIPPED = ("baseline", "avx2", "avx512")
+SHIPPED = ("baseline", "avx2", "avx512", "avx512bf16")
 TIERS = ("baseline", "avx2", "avx512", "avx512bf16")
 
 
@@ -132,16 +132,46 @@ def sequential_sums(A, B):
     return acc
 
 
+TINY = np.float32(2.0 ** -126)
+
+
+def ftz(x):
+    """float32 values below the smallest normal flushed to zero, sign kept (vdpbf16ps)."""
+    return np.where(np.abs(x) < TINY, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def pair_sums(A, B):
+    """The avx512bf16 kernel's documented order (csrc/matmul/gemm_avx512bf16.c): from +0, for each
+    pair of k (k even) acc = (acc + a[k+1] b[k+1]) + a[k] b[k] in float32, the odd k of the pair
+    first (an odd K pads the last pair with 0), subnormal inputs read as 0, subnormal sums flushed."""
+    A, B = ftz(A.astype(np.float32)), ftz(B.astype(np.float32))
+    acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
+    for k in range(0, A.shape[1], 2):
+        if k + 1 < A.shape[1]:
+            acc = ftz(acc + A[:, k + 1, None] * B[None, k + 1, :])
+        acc = ftz(acc + A[:, k, None] * B[None, k, :])
+    return acc
+
+
+def kernel_sums(A, B):
+    """The order of the kernel in force for a product of one k block (K <= KC) on the GEMM or
+    small path; 1 x 1 products with K <= 64 are one sequential sum on every tier (PATH_DOT)."""
+    dot = A.shape[0] == 1 and B.shape[1] == 1 and A.shape[1] <= 64
+    if bd.config()["tier"] == "avx512bf16" and not dot:
+        return pair_sums(A, B)
+    return sequential_sums(A, B)
+
+
 @pytest.mark.parametrize("shape", SEQUENTIAL_SHAPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_gemm_sums_in_increasing_k_from_zero(rng, shape, layout):
-    """The GEMM and small-product paths give exactly the documented order's float32 bits (kernel.h),
-    with float32, strided float32 and bfloat16 output."""
+    """The GEMM and small-product paths give exactly the documented order's float32 bits (kernel.h;
+    pairs of k at the avx512bf16 tier), with float32, strided float32 and bfloat16 output."""
     m, k, n = shape
     a, A = make(rng, (m, k))
     b, B = make(rng, (k, n))
     a, b = laid_out(a, layout[0]), laid_out(b, layout[1])
-    expected = f32_bits(sequential_sums(A, B))
+    expected = f32_bits(kernel_sums(A, B))
     for threads in (1, 2):
         with bd.num_threads(threads):
             r32 = bd.matmul(a, b, out_dtype=np.float32)
@@ -236,6 +266,82 @@ def test_fp_warnings_are_the_results_own(sa, sb, threads):
 
 def widen_f64(x):
     return exact_f32(bf16_bits(x)).astype(np.float64)
+
+
+OVERFLOW_SHAPES = [((3, 2), (2, 3)), ((13, 300), (300, 70)), ((45, 600), (600, 130)), ((301, 300), (300, 299))]
+
+
+@pytest.mark.parametrize("sa,sb", OVERFLOW_SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_overflow_warns_like_float32(sa, sb, threads):
+    """Finite inputs whose sums overflow: the result is inf and numpy reports "overflow", as for
+    float32 (the avx512bf16 kernel raises the flag itself: vdpbf16ps raises none); sums that
+    overflow in both directions make a NaN and also report "invalid value"."""
+    a = np.ones(sa, np.float32)
+    b = np.ones(sb, np.float32)
+    a[0, :] = 3e38  # row 0 of the result overflows to +inf
+    with bd.num_threads(threads), np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError, match="overflow"):
+            np.matmul(a.astype(bfloat16), b.astype(bfloat16))
+    with bd.num_threads(threads), np.errstate(all="ignore"):
+        r = np.matmul(a.astype(bfloat16), b.astype(bfloat16))
+    assert np.all(np.isposinf(widen_f64(r)[0])) and np.all(np.isfinite(widen_f64(r)[1:]))
+    a[1, :] = 3e38
+    b[:, 0] = np.where(np.arange(sb[0]) % 2 == 0, 1.0, -1.0)  # +inf then -inf partial sums: NaN
+    b[-1, 0] = 1.0 if sb[0] % 2 else b[-1, 0]
+    with bd.num_threads(threads), np.errstate(all="ignore"):
+        np.matmul(a.astype(bfloat16), b.astype(bfloat16))  # (no assertion on which NaN/inf appears)
+    with bd.num_threads(threads), np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError):
+            np.matmul(a.astype(bfloat16), b.astype(bfloat16))
+    a[:] = 1.0  # nothing overflows: no warning at all
+    with bd.num_threads(threads), np.errstate(all="raise"):
+        np.matmul(a.astype(bfloat16), b.astype(bfloat16))
+
+
+_NONFINITE_DIGEST = """
+import hashlib, numpy as np, bfloat16_dtype as bd
+rng = np.random.default_rng(3)
+h = hashlib.sha256()
+for sa, sb in [((70, 600), (600, 97)), ((300, 300), (300, 300)), ((20, 100), (100, 40)), ((17, 5), (5, 33))]:
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    a[3, 1] = np.inf
+    b[-2, 5] = np.nan
+    with np.errstate(all="ignore"):
+        for x, y in [(a, b), (a, np.nan_to_num(b)), (np.nan_to_num(a, posinf=1.0), b)]:
+            x, y = x.astype(bd.bfloat16), y.astype(bd.bfloat16)
+            h.update(bd.matmul(x, y, out_dtype=np.float32).tobytes())
+            h.update(bd.matmul(x, y).tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_products_with_inf_or_nan_are_the_avx512_kernels():
+    """At the avx512bf16 tier a product whose A or B holds an inf or NaN is computed again by the
+    avx512 kernel (bg_kernel.fallback in csrc/matmul/kernel.h): the same bits as that tier, on the
+    GEMM and the small-product paths."""
+    if TIERS.index(bd.config()["tier"]) < TIERS.index("avx512bf16"):
+        pytest.skip(f"the avx512bf16 tier is not in force ({bd.config()['reason']})")
+    digests = []
+    for tier in ("avx512", "avx512bf16"):
+        r = subprocess.run([sys.executable, "-c", _NONFINITE_DIGEST], cwd=TESTS_DIR, capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, BFLOAT16_DTYPE_ISA=tier))
+        assert r.returncode == 0, r.stderr
+        digests.append(r.stdout.strip())
+    assert digests[0] == digests[1]
+
+
+def test_avx512bf16_subnormals_read_as_zero():
+    """vdpbf16ps reads subnormal bfloat16 inputs as 0 and flushes subnormal sums (README, "Accuracy
+    of matmul"); the other tiers keep them (float32 FMA)."""
+    tiny = np.array([[2.0 ** -130] * 40], np.float32).astype(bfloat16)  # subnormal in bfloat16
+    big = np.full((40, 40), 2.0 ** 100, np.float32).astype(bfloat16)
+    r = widen_f64(bd.matmul(tiny, big))
+    if bd.config()["tier"] == "avx512bf16":
+        assert np.all(r == 0)
+    else:
+        assert np.all(r == 40 * 2.0 ** -30)
 
 
 # GEMV / skinny: W (M x K, k contiguous) @ V with 1..16 columns, K not a multiple of 16 or 32

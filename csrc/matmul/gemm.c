@@ -77,14 +77,16 @@ void bg_pack_b_generic(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int
     }
 }
 
-static void pack_a_portable(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+static int pack_a_portable(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
 {
     bg_pack_a_generic(a, i0, mc, p0, kc, dst, BG_MR);
+    return 0;
 }
 
-static void pack_b_portable(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+static int pack_b_portable(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
 {
     bg_pack_b_generic(b, p0, kc, j0, nc, dst, BG_NR);
+    return 0;
 }
 
 /* Dot products in the order of the AVX2 kernel: 8 lane sums, lane l takes the k with
@@ -146,6 +148,7 @@ const bg_kernel bg_kernel_portable = {
     .pack_v_rows = NULL, /* V packed element by element */
     .small = NULL,
     .small_maxn = 0,
+    .fallback = NULL,
 };
 #undef BG_MR
 #undef BG_NR
@@ -157,6 +160,7 @@ const bg_kernel bg_kernel_portable = {
 /* Every kernel, highest tier first. Adding a kernel: its file and one row here. */
 static const bg_kernel *const kernel_table[] = {
 #ifdef BG_HAVE_AVX512
+    &bg_kernel_avx512bf16,
     &bg_kernel_avx512,
 #endif
 #ifdef BG_HAVE_X86
@@ -275,6 +279,7 @@ typedef struct {
     const float *v;          /* GEMV: packed vector block (shared, read only) */
     struct bg_batch_s *batch; /* a thread's share of a batch of products (batch_thread), or NULL */
     int fe;                  /* the IEEE flags the task raised (run_task) */
+    int nonfinite;           /* a packer of a kernel with a fallback met an inf or NaN */
     pthread_t tid;
     int started;
 } bg_task;
@@ -301,10 +306,10 @@ static int gemv_fits(int layout, int64_t n)
 /* Workspace of one GEMM thread owning rows/columns of size m x n. */
 static void gemm_sizes(bg_plan *pl, const bg_kernel *kt, int64_t m, int64_t n, int64_t K)
 {
-    int64_t kc = min64(kt->kc, K);
+    int64_t ks = bg_kslots(kt->pack, min64(kt->kc, K));
     int64_t nc = min64(pl->nc, n);
-    pl->ws_b = round_up(kc * round_up(nc, kt->nr) * 4, BG_ALIGN);
-    pl->ws_a = round_up(round_up(min64(kt->mc, m), kt->mr) * kc * 4, BG_ALIGN);
+    pl->ws_b = round_up(ks * round_up(nc, kt->nr) * 4, BG_ALIGN);
+    pl->ws_a = round_up(round_up(min64(kt->mc, m), kt->mr) * ks * 4, BG_ALIGN);
     pl->ws_tile = pl->use_tile ? round_up(round_up(min64(pl->mb, m), kt->mr) * round_up(nc, kt->nr) * 4, BG_ALIGN) : 0;
     pl->ws_thread = pl->ws_b + pl->ws_a + pl->ws_tile;
 }
@@ -414,7 +419,9 @@ void bg_pad_panel(float *panel, int64_t w, int64_t kc, int64_t used)
         for (int64_t s = used; s < w; s++) panel[k * w + s] = panel[k * w + used - 1];
 }
 
-static void gemm_thread(const bg_task *tk)
+/* Returns nonzero when a packer reported an inf or NaN to a kernel with a fallback (the task
+ * stops there: the driver computes the product again with the fallback). */
+static int gemm_thread(const bg_task *tk)
 {
     const bg_problem *p = tk->p;
     const bg_plan *pl = tk->pl;
@@ -433,20 +440,20 @@ static void gemm_thread(const bg_task *tk)
             int64_t nc = min64(pl->nc, tk->n1 - jc);
             int64_t ldt = round_up(nc, NR);
             for (int64_t pc = 0; pc < K; pc += KC) {
-                int64_t kc = min64(KC, K - pc);
+                int64_t kc = min64(KC, K - pc), ks = bg_kslots(kt->pack, kc);
                 int acc = pc > 0;
-                kt->pack_b(&p->b, pc, kc, jc, nc, bp);
-                if (nc % NR) bg_pad_panel(bp + nc / NR * NR * kc, NR, kc, nc % NR);
+                if (kt->pack_b(&p->b, pc, kc, jc, nc, bp) && kt->fallback) return 1;
+                if (nc % NR) bg_pad_panel(bp + nc / NR * NR * ks, NR, ks, nc % NR);
                 for (int64_t ic = ib; ic < ib + mb; ic += MC) {
                     int64_t mc = min64(MC, ib + mb - ic);
-                    kt->pack_a(&p->a, ic, mc, pc, kc, ap);
-                    if (mc % MR) bg_pad_panel(ap + mc / MR * MR * kc, MR, kc, mc % MR);
+                    if (kt->pack_a(&p->a, ic, mc, pc, kc, ap) && kt->fallback) return 1;
+                    if (mc % MR) bg_pad_panel(ap + mc / MR * MR * ks, MR, ks, mc % MR);
                     for (int64_t jr = 0; jr < nc; jr += NR) {
                         int64_t nr = min64(NR, nc - jr);
-                        const float *bpj = bp + jr * kc;
+                        const float *bpj = bp + jr * ks;
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             int64_t mr = min64(MR, mc - ir);
-                            const float *api = ap + ir * kc;
+                            const float *api = ap + ir * ks;
                             int64_t i = ic + ir, j = jc + jr;
                             if (pl->use_tile) {
                                 kt->ukernel(kc, api, bpj, tile + (i - ib) * ldt + jr, ldt, acc);
@@ -470,6 +477,7 @@ static void gemm_thread(const bg_task *tk)
             if (pl->use_tile) kt->write_block(&p->c, ib, jc, tile, ldt, mb, nc);
         }
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -517,12 +525,12 @@ static void gemv_thread(const bg_task *tk)
 
 static void batch_thread(struct bg_batch_s *bt);
 
-static void run_task_body(const bg_task *tk)
+static void run_task_body(bg_task *tk)
 {
     if (tk->batch != NULL)
         batch_thread(tk->batch);
     else if (tk->pl->path == PATH_GEMM)
-        gemm_thread(tk);
+        tk->nonfinite = gemm_thread(tk);
     else
         gemv_thread(tk);
 }
@@ -693,9 +701,10 @@ static int pool_run(bg_task *tasks, int nt)
     return 0;
 }
 
-static void run_tasks(bg_task *tasks, int nt);
+static int run_tasks(bg_task *tasks, int nt);
 
-static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel *kt, unsigned char *ws,
+/* Returns nonzero when a task met an inf or NaN (gemm_thread). */
+static int run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel *kt, unsigned char *ws,
                          const float *v)
 {
     int nt = pl->nthreads;
@@ -711,11 +720,12 @@ static void run_parallel(const bg_problem *p, const bg_plan *pl, const bg_kernel
         if (pl->path == PATH_GEMM) tk.ws = ws + (int64_t)t * pl->ws_thread;
         tasks[t] = tk;
     }
-    run_tasks(tasks, nt);
+    return run_tasks(tasks, nt);
 }
 
-/* Run tasks[0..nt) on the pool, or on threads of this call when another call holds the pool. */
-static void run_tasks(bg_task *tasks, int nt)
+/* Run tasks[0..nt) on the pool, or on threads of this call when another call holds the pool.
+ * Returns nonzero when a task met an inf or NaN (gemm_thread). */
+static int run_tasks(bg_task *tasks, int nt)
 {
     if (pool_run(tasks, nt) != 0) {
         /* Pool busy (another call is using it): threads for this call only. */
@@ -728,9 +738,10 @@ static void run_tasks(bg_task *tasks, int nt)
                 run_task(&tasks[t]); /* thread creation failed: do the share here, same result */
         }
     }
-    int fe = 0;
-    for (int t = 0; t < nt; t++) fe |= tasks[t].fe;
+    int fe = 0, nonfinite = 0;
+    for (int t = 0; t < nt; t++) fe |= tasks[t].fe, nonfinite |= tasks[t].nonfinite;
     if (fe) feraiseexcept(fe);
+    return nonfinite;
 }
 
 /* The paths with no workspace and one thread. */
@@ -739,7 +750,9 @@ static int plain_path(int path) { return path == PATH_SMALL || path == PATH_DOT;
 static void run_plain(const bg_kernel *kt, int path, const bg_problem *p)
 {
     if (path == PATH_SMALL) {
-        kt->small(p->M, p->N, p->K, &p->a, &p->b, &p->c);
+        /* a kernel with a fallback declines inputs holding an inf or NaN (kernel.h) */
+        if (kt->small(p->M, p->N, p->K, &p->a, &p->b, &p->c) && kt->fallback)
+            kt->fallback->small(p->M, p->N, p->K, &p->a, &p->b, &p->c);
     } else { /* PATH_DOT: from +0, exact products in increasing k */
         float acc = 0.0f;
         for (int64_t k = 0; k < p->K; k++) acc += bg_load(p->a.p + k * p->a.cs) * bg_load(p->b.p + k * p->b.rs);
@@ -816,17 +829,29 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
     if (K > BF16_GEMM_MAX_DIM || M > BF16_GEMM_MAX_DIM || N > BF16_GEMM_MAX_DIM) return BF16_GEMM_ETOOBIG;
 
     const bg_kernel *kt = select_kernel();
-    bg_plan pl;
-    make_plan(&p, kt, nthreads, &pl);
-    if (plain_path(pl.path)) {
-        run_plain(kt, pl.path, &p);
-        return 0;
+    const bg_problem given = p;
+    fexcept_t saved;
+    if (kt->fallback != NULL) fegetexceptflag(&saved, BG_FE_FLAGS);
+    for (;;) {
+        bg_plan pl;
+        make_plan(&p, kt, nthreads, &pl);
+        if (plain_path(pl.path)) {
+            run_plain(kt, pl.path, &p);
+            return 0;
+        }
+        int rc = run_planned(kt, &p, &pl);
+        if (rc <= 0) return rc;
+        /* rc > 0: the kernel met an inf or NaN; the fallback computes the whole product again,
+         * with only its own flags (kernel.h, bg_kernel.fallback) */
+        fesetexceptflag(&saved, BG_FE_FLAGS);
+        p = given;
+        kt = kt->fallback;
     }
-    return run_planned(kt, &p, &pl);
 }
 
 /* The paths with a workspace, maybe threads. Not inlined into bf16_gemm: its stack buffer and the
  * small kernel's stack copies are never live at once. */
+/* Returns 0, a negative BF16_GEMM_E* code, or 1 when a kernel with a fallback met an inf or NaN. */
 static __attribute__((noinline)) int run_planned(const bg_kernel *kt, bg_problem *pp, const bg_plan *plp)
 {
     bg_problem p = *pp;
@@ -843,14 +868,16 @@ static __attribute__((noinline)) int run_planned(const bg_kernel *kt, bg_problem
         pack_vector(&p, &pl, kt, (float *)(void *)ws);
         v = (const float *)(void *)ws;
     }
+    int nonfinite;
     if (pl.nthreads <= 1) {
         bg_task tk = {.p = &p, .pl = &pl, .kt = kt, .m0 = 0, .m1 = p.M, .n0 = 0, .n1 = p.N, .ws = ws, .v = v};
         run_task_body(&tk);
+        nonfinite = tk.nonfinite;
     } else {
-        run_parallel(&p, &pl, kt, ws, v);
+        nonfinite = run_parallel(&p, &pl, kt, ws, v);
     }
     if (heap != NULL) ws_release(heap);
-    return 0;
+    return nonfinite && kt->fallback != NULL ? 1 : 0;
 }
 
 /*
@@ -968,9 +995,13 @@ int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
             p.b = (bg_view){dummy, 2 * n, 2};
             p.c = (bg_out){(unsigned char *)NULL, 4 * n, 4, variant == 1};
             if (variant == 1) p.c.rs = 2 * n, p.c.cs = 2;
-            bg_plan pl;
-            make_plan(&p, select_kernel(), nthreads, &pl);
-            if (pl.ws_total > best) best = pl.ws_total;
+            /* the kernel in force, and the one that recomputes products with an inf or NaN */
+            for (const bg_kernel *kt = select_kernel(); kt != NULL; kt = kt->fallback) {
+                bg_problem q = p;
+                bg_plan pl;
+                make_plan(&q, kt, nthreads, &pl);
+                if (pl.ws_total > best) best = pl.ws_total;
+            }
         }
     return best > BG_STACK_BYTES ? best : 0;
 }

@@ -345,11 +345,11 @@ BG_TARGET void bg_pack_v_rows_avx2(const bg_view *b, int64_t nblocks, int64_t n,
     }
 }
 
-BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+BG_TARGET static int pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
 {
     if (a->cs != 2) { /* K not contiguous: the generic packer (rows of A are read with stride) */
         bg_pack_a_generic(a, i0, mc, p0, kc, dst, BG_MR);
-        return;
+        return 0;
     }
     /* Rows contiguous in k: widen 8 k of each of 6 rows, transpose 8x8 (two rows unused), store
      * 6 floats per k. */
@@ -377,9 +377,10 @@ BG_TARGET static void pack_a_avx2(const bg_view *a, int64_t i0, int64_t mc, int6
             for (int i = 0; i < BG_MR; i++) dst[k * BG_MR + i] = bg_load(rp[i] + k * 2);
         dst += BG_MR * kc;
     }
+    return 0;
 }
 
-BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+BG_TARGET static int pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
 {
     int64_t jr = 0;
     if (b->cs == 2) { /* rows contiguous in j: 16 bf16 per k, widen and store */
@@ -410,6 +411,7 @@ BG_TARGET static void pack_b_avx2(const bg_view *b, int64_t p0, int64_t kc, int6
         }
     }
     if (jr < nc) bg_pack_b_generic(b, p0, kc, j0 + jr, nc - jr, dst, BG_NR);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -708,7 +710,7 @@ BG_TARGET void bg_small_widen_a_avx2(const bg_view *a, int64_t i0, int64_t rows,
 BG_SMALL_TILE(1, 8) BG_SMALL_TILE(2, 6) BG_SMALL_TILE(3, 4) BG_SMALL_TILE(4, 3)
 #undef BG_SMALL_TILE
 
-BG_TARGET static void small_avx2(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
+BG_TARGET static int small_avx2(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
                                  const bg_out *c)
 {
     static void (*const tiles[4])(int64_t, const float *, const float *, int64_t, float *) = {
@@ -725,6 +727,7 @@ BG_TARGET static void small_avx2(int64_t M, int64_t N, int64_t K, const bg_view 
         tiles[nv - 1](K, af, bw, nv * 8, t);
         bg_write_block_avx2(c, i0, 0, t, 32, rows, N);
     }
+    return 0;
 }
 #undef BG_SMALL_ROWS
 
@@ -743,6 +746,7 @@ const bg_kernel bg_kernel_avx2 = {
     .pack_v_rows = bg_pack_v_rows_avx2,
     .small = small_avx2,
     .small_maxn = 32,
+    .fallback = NULL,
 };
 
 #endif /* BG_HAVE_X86 */

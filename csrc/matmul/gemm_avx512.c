@@ -93,7 +93,7 @@ BG_TARGET static void ukernel_avx512(int64_t kc, const float *a, const float *b,
  * Packing with widening
  * ---------------------------------------------------------------------------------------------- */
 
-BG_TARGET static void pack_a_avx512(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+BG_TARGET static int pack_a_avx512(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
 {
     /* rows past the end of a last, partial panel read zeros (kc <= BG512_KC: the driver cuts k
      * into the kernel's kc blocks) */
@@ -134,9 +134,10 @@ BG_TARGET static void pack_a_avx512(const bg_view *a, int64_t i0, int64_t mc, in
         }
     }
     if (ir < mc) bg_pack_a_generic(a, i0 + ir, mc - ir, p0, kc, dst, BG_MR);
+    return 0;
 }
 
-BG_TARGET static void pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+BG_TARGET static int pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
 {
     int64_t jr = 0;
     if (b->cs == 2) { /* rows contiguous in j: 32 bfloat16 per k (fewer, zero filled, at the edge) */
@@ -177,6 +178,7 @@ BG_TARGET static void pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, in
         }
     }
     if (jr < nc) bg_pack_b_generic(b, p0, kc, j0 + jr, nc - jr, dst, BG_NR);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -277,7 +279,7 @@ static const rows_tile_fn rows_tiles[4][BG_ROWS_MAXC] = {
     {rows_tile_4x1, rows_tile_4x2, rows_tile_4x3, rows_tile_4x4},
 };
 
-BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+BG_TARGET void bg_gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                        int64_t kpad, int64_t n, const bg_out *c)
 {
     float accbuf[BG_ROWS_PANEL * 16 * 16] __attribute__((aligned(64)));
@@ -335,18 +337,6 @@ BG_TARGET static void gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1,
  * rounded and stored from the registers.
  * ---------------------------------------------------------------------------------------------- */
 
-/* 16 float32 -> 16 bfloat16: round8_bf16's formula (gemm_avx2.c), 16 lanes at a time */
-BG_INLINE __m256i round16_bf16(__m512 x)
-{
-    __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
-    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
-                                 _mm512_and_si512(hi, _mm512_set1_epi32(1)));
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
-    return _mm512_cvtepi32_epi16(r);
-}
-
 BG_INLINE void small_tile(int64_t K, const float *af, const float *bw, int64_t ldb, const bg_out *c, int64_t i0,
                           int64_t rows, int64_t N, const int R, const int NV)
 {
@@ -394,7 +384,7 @@ typedef void (*small_tile_fn)(int64_t, const float *, const float *, int64_t, co
 BG_ST(1) BG_ST(2) BG_ST(3) BG_ST(4)
 #undef BG_ST
 
-BG_TARGET static void small_avx512(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
+BG_TARGET static int small_avx512(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
                                    const bg_out *c)
 {
     static const small_tile_fn tiles[4] = {small_tile_1, small_tile_2, small_tile_3, small_tile_4};
@@ -431,6 +421,7 @@ BG_TARGET static void small_avx512(int64_t M, int64_t N, int64_t K, const bg_vie
         }
         tiles[nv - 1](K, af, bw, ldb, c, i0, rows, N);
     }
+    return 0;
 }
 #undef BG_SMALL_ROWS
 
@@ -447,11 +438,12 @@ const bg_kernel bg_kernel_avx512 = {
     .write_block = bg_write_block_avx2,
     .pack_a = pack_a_avx512,
     .pack_b = pack_b_avx512,
-    .gemv_rows = gemv_rows_avx512,
+    .gemv_rows = bg_gemv_rows_avx512,
     .gemv_cols = bg_gemv_cols_avx2,
     .pack_v_rows = bg_pack_v_rows_avx2,
     .small = small_avx512,
     .small_maxn = 64,
+    .fallback = NULL,
 };
 
 #endif /* BG_HAVE_AVX512 */

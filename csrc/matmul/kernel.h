@@ -17,10 +17,11 @@
  * slots (the buffers are float *):
  *  - BG_PACK_F32: one slot = one element widened to float32. An A panel holds, for each k, MR
  *    consecutive rows; a B panel, for each k, NR consecutive columns.
- *  - BG_PACK_BF16_PAIR (reserved, no kernel ships it): one slot = the bfloat16 pair (k, k+1) of one
- *    row (A) or column (B), k even, the second element zero when k + 1 is past the end: the layout
- *    vdpbf16ps (AVX512_BF16) and BFDOT (Arm) consume. The slot count per panel is halved, so the
- *    same workspace formula, with kc rounded up to even and divided by 2, covers it.
+ *  - BG_PACK_BF16_PAIR (gemm_avx512bf16.c): one slot = the bfloat16 pair (k, k+1) of one row (A) or
+ *    column (B), k even (relative to the start of the kc block), the first element in the low 16
+ *    bits, the second zero when k + 1 is past the block: the layout vdpbf16ps (AVX512_BF16) and
+ *    BFDOT (Arm) consume. A panel of kc k holds bg_kslots(pack, kc) = ceil(kc / 2) steps of MR
+ *    (A) or NR (B) slots, so the workspace formula holds with kc rounded up to even and halved.
  */
 typedef enum { BG_PACK_F32 = 0, BG_PACK_BF16_PAIR = 1 } bg_pack_format;
 
@@ -37,9 +38,11 @@ typedef void (*bg_ukernel_fn)(int64_t kc, const float *a, const float *b, float 
                               int accumulate);
 /* Pack rows [i0, i0+mc) x k [p0, p0+kc) of A into MR-row panels, padded to a multiple of MR (the
  * driver then overwrites the padding of a partial panel: bg_pad_panel). */
-typedef void (*bg_pack_a_fn)(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst);
-/* Pack k [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column panels, padded to NR (likewise). */
-typedef void (*bg_pack_b_fn)(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
+typedef int (*bg_pack_a_fn)(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst);
+/* Pack k [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column panels, padded to NR (likewise).
+ * Both packers return nonzero when a kernel with a `fallback` packed an infinity or a NaN (see
+ * bg_kernel.fallback); kernels without one return 0 and need not look. */
+typedef int (*bg_pack_b_fn)(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
 /*
  * GEMV, K contiguous (a->cs == 2): for rows [i0, i1): y(i, j) = dot(A[i, :], V[:, j]) for j < n <= 16.
  * V is float32, zero padded to kpad = K rounded up to KU = the kernel's gemv_ku (16 or 32), packed
@@ -68,13 +71,15 @@ typedef void (*bg_pack_v_rows_fn)(const bg_view *b, int64_t nblocks, int64_t n, 
  * (tests/test_gemm_kernel.py::test_gemm_sums_in_increasing_k_from_zero).
  */
 #define BG_SMALL_MAXK 128 /* the driver also guarantees 1 <= N <= small_maxn */
-typedef void (*bg_small_fn)(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b, const bg_out *c);
+/* Returns nonzero when a kernel with a `fallback` finds an infinity or a NaN in A or B (the driver
+ * then runs the fallback's small kernel, which writes every element again); 0 otherwise. */
+typedef int (*bg_small_fn)(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b, const bg_out *c);
 /* Write an mr x nr block of float32 values t (row stride ld) to C at (i0, j0), rounding to bfloat16
  * if C is bfloat16. */
 typedef void (*bg_write_fn)(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                             int64_t mr, int64_t nr);
 
-typedef struct {
+typedef struct bg_kernel_s {
     const char *name;      /* reported as _ext._gemm_kernel; starts with the tier name */
     bf16_tier tier;        /* the lowest tier whose instructions the code needs */
     int mr, nr;            /* register block; mr <= BG_MAX_MR, nr <= BG_MAX_NR */
@@ -90,7 +95,24 @@ typedef struct {
     bg_pack_v_rows_fn pack_v_rows; /* may be NULL */
     bg_small_fn small;             /* may be NULL: small products take the GEMM path */
     int small_maxn;                /* the widest C small takes */
+    /*
+     * NULL for kernels whose arithmetic is IEEE float32 (it raises the flags numpy reports). A
+     * kernel whose instructions raise no flags (vdpbf16ps) names a kernel of a lower tier here:
+     * when its packers or its small kernel meet an infinity or a NaN in A or B, the driver
+     * discards the partial result and the flags raised so far and computes the whole product again
+     * with the fallback, so such products get the fallback's IEEE results and warnings (0 * inf is
+     * an "invalid value"). With finite inputs the kernel raises FE_OVERFLOW (and FE_INVALID for a
+     * NaN) itself when a result it stores is not finite. The fallback's small kernel must take
+     * every product this one's does (small_maxn at least as large).
+     */
+    const struct bg_kernel_s *fallback;
 } bg_kernel;
+
+/* 32-bit slots per row or column of a panel of kc k (BG_PACK_BF16_PAIR: pairs of k). */
+static inline int64_t bg_kslots(bg_pack_format pack, int64_t kc)
+{
+    return pack == BG_PACK_BF16_PAIR ? (kc + 1) / 2 : kc;
+}
 
 /* The kernels (one per file). The x86 ones exist only where the compiler targets x86. */
 extern const bg_kernel bg_kernel_portable;
@@ -101,6 +123,7 @@ extern const bg_kernel bg_kernel_avx2;
 #if defined(__x86_64__)
 #define BG_HAVE_AVX512 1
 extern const bg_kernel bg_kernel_avx512;
+extern const bg_kernel bg_kernel_avx512bf16;
 #endif
 
 /* Portable pieces (gemm.c), parametrised by the register block; SIMD kernels fall back to them for
@@ -124,6 +147,11 @@ void bg_small_widen_b_avx2(const bg_view *b, int64_t K, int64_t N, int64_t ld, f
 void bg_small_widen_a_avx2(const bg_view *a, int64_t i0, int64_t rows, int64_t R, int64_t K, float *dst);
 void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
                        int64_t n, const bg_out *c);
+#endif
+#ifdef BG_HAVE_AVX512
+/* AVX-512 pieces the AVX512-BF16 kernel reuses: gemm_avx512.c. */
+void bg_gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt, int64_t kpad,
+                         int64_t n, const bg_out *c);
 #endif
 
 #endif /* BF16_GEMM_KERNEL_H */

@@ -1,5 +1,5 @@
 /*
- * simd_x86.h - AVX2 helpers shared by the x86 kernels (gemm_avx2.c, gemm_avx512.c). Each helper
+ * simd_x86.h - AVX2 (and AVX-512) helpers shared by the x86 kernels. Each helper
  * is always inlined into a caller compiled for AVX2 or a superset of it.
  */
 #ifndef BF16_GEMM_SIMD_X86_H
@@ -36,5 +36,21 @@ BG_AVX2_INLINE void transpose8(__m256 r[8])
     r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
     r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
+
+#if defined(__x86_64__)
+#define BG_AVX512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+
+/* 16 float32 -> 16 bfloat16: round8_bf16's formula (gemm_avx2.c), 16 lanes at a time */
+BG_AVX512_INLINE __m256i round16_bf16(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                 _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    return _mm512_cvtepi32_epi16(r);
+}
+#endif
 
 #endif

@@ -1,0 +1,417 @@
+/*
+ * gemm_avx512bf16.c - the AVX512_BF16 kernel: a 14x32 micro-kernel of vdpbf16ps on panels of
+ * bfloat16 k pairs (BG_PACK_BF16_PAIR, kernel.h: copied, never widened), its packers and its small-
+ * product kernel. GEMV and skinny products keep the AVX-512 float32 code (gemm_avx512.c): they
+ * are bound by memory, not arithmetic. Runs only when bf16_cpu_tier() >= BF16_TIER_AVX512BF16.
+ *
+ * Arithmetic of vdpbf16ps (measured on an AMD Zen 5, matching Intel's description): for each lane,
+ * acc = (acc + a[k+1] * b[k+1]) + a[k] * b[k], each product exact, each addition rounded to nearest
+ * even in float32; subnormal inputs (bfloat16 elements and the accumulator) read as zero and
+ * subnormal results are flushed to zero; no IEEE flag is ever raised. So an element is the float32
+ * sum, from +0, of the products in increasing pairs of k (the odd k of a pair first), in blocks of
+ * KC k (a block sum is added to the running total), flushed to zero below 2^-126:
+ * tests/test_gemm_kernel.py::test_gemm_sums_in_increasing_k_from_zero emulates exactly that. The
+ * order is fixed per kernel, so results do not depend on the thread count.
+ *
+ * Because vdpbf16ps raises no flags, the packers and the small kernel report an infinity or NaN in
+ * A or B, and the driver then computes the product with the avx512 kernel (bg_kernel.fallback:
+ * IEEE results and numpy's warnings for 0 * inf); with finite inputs a stored result that is not
+ * finite raises FE_OVERFLOW (and FE_INVALID for a NaN) here (test_fp_warnings_are_the_results_own,
+ * test_overflow_warns_like_float32).
+ */
+#include "kernel.h"
+
+#ifdef BG_HAVE_AVX512
+#include <fenv.h>
+
+#include "simd_x86.h"
+
+#define BG_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
+#define BG_INLINE                                                                                   \
+    static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
+
+#define BG_MR 14
+#define BG_NR 32
+/* Cache blocks (k counts; a panel holds half as many pair slots). A KC x NR panel of B is
+ * KC * NR * 2 bytes = 32 KiB (L1); an MC x KC block of A 336 KiB (L2). */
+#ifndef BGBF_KC
+#define BGBF_KC 512
+#endif
+#ifndef BGBF_MC
+#define BGBF_MC 336
+#endif
+#ifndef BGBF_NC
+#define BGBF_NC 4096
+#endif
+
+/* |x| >= 0x7f80 in a 16-bit lane: an infinity or a NaN */
+#define BG_NONFINITE 0x7f80
+
+/* The largest |bfloat16| bits of the 16-bit lanes seen so far (a running maximum of x & 0x7fff). */
+BG_INLINE __m512i absmax16(__m512i mx, __m512i x)
+{
+    return _mm512_max_epu16(mx, _mm512_and_si512(x, _mm512_set1_epi16(0x7fff)));
+}
+
+BG_INLINE int any_nonfinite(__m512i mx)
+{
+    return _mm512_cmpge_epu16_mask(mx, _mm512_set1_epi16(BG_NONFINITE)) != 0;
+}
+
+static inline uint32_t ld_u16(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+/* The pair slot of elements x[0] and x[step] (the second 0 when !two), and the running |bits| max. */
+static inline float pair_slot(const unsigned char *x, int64_t step, int two, uint32_t *mx)
+{
+    uint32_t lo = ld_u16(x), hi = two ? ld_u16(x + step) : 0;
+    uint32_t m = (lo & 0x7fff) > (hi & 0x7fff) ? lo & 0x7fff : hi & 0x7fff;
+    if (m > *mx) *mx = m;
+    uint32_t w = lo | hi << 16;
+    float f;
+    memcpy(&f, &w, 4);
+    return f;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Micro-kernel: 14 rows x 32 columns = 28 zmm accumulators; per k pair two B vectors and 14 A
+ * pairs broadcast from memory: 28 vdpbf16ps.
+ * ---------------------------------------------------------------------------------------------- */
+
+#define BG_ROW(i)                                                                                   \
+    do {                                                                                            \
+        __m512bh av = (__m512bh)_mm512_castps_si512(_mm512_set1_ps(a[i]));                         \
+        c##i##0 = _mm512_dpbf16_ps(c##i##0, av, b0);                                               \
+        c##i##1 = _mm512_dpbf16_ps(c##i##1, av, b1);                                               \
+    } while (0)
+
+/* The largest |float32 bits| of the lanes seen so far. */
+BG_INLINE __m512i absmax32(__m512i mx, __m512 x)
+{
+    return _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+
+/* FE_OVERFLOW, and FE_INVALID too for a NaN, when a stored value was not finite (mx: absmax32 of
+ * them). The inputs are finite here: the packers sent products with an inf or NaN to the fallback. */
+BG_INLINE void raise_nonfinite(__m512i mx)
+{
+    const __m512i inf = _mm512_set1_epi32(0x7f800000);
+    if (_mm512_cmpgt_epu32_mask(mx, inf))
+        feraiseexcept(FE_OVERFLOW | FE_INVALID);
+    else if (_mm512_cmpeq_epu32_mask(mx, inf))
+        feraiseexcept(FE_OVERFLOW);
+}
+
+BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                                   int accumulate)
+{
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;
+    __m512 c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00;
+    __m512 c100 = c00, c101 = c00, c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
+    for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+    const int64_t np = (kc + 1) / 2;
+    for (int64_t k = 0; k < np; k++) {
+        __m512bh b0 = (__m512bh)_mm512_load_si512((const void *)b);
+        __m512bh b1 = (__m512bh)_mm512_load_si512((const void *)(b + 16));
+        _mm_prefetch((const char *)(b + 8 * BG_NR), _MM_HINT_T0);
+        BG_ROW(0); BG_ROW(1); BG_ROW(2); BG_ROW(3); BG_ROW(4); BG_ROW(5); BG_ROW(6);
+        BG_ROW(7); BG_ROW(8); BG_ROW(9); BG_ROW(10); BG_ROW(11); BG_ROW(12); BG_ROW(13);
+        a += BG_MR;
+        b += BG_NR;
+    }
+    __m512i mx = _mm512_setzero_si512();
+#define BG_OUT(i)                                                                                   \
+    do {                                                                                            \
+        float *cr = c + (i) * ldc;                                                                  \
+        if (accumulate) {                                                                           \
+            c##i##0 = _mm512_add_ps(_mm512_loadu_ps(cr), c##i##0);                                  \
+            c##i##1 = _mm512_add_ps(_mm512_loadu_ps(cr + 16), c##i##1);                             \
+        }                                                                                           \
+        mx = absmax32(absmax32(mx, c##i##0), c##i##1);                                              \
+        _mm512_storeu_ps(cr, c##i##0);                                                              \
+        _mm512_storeu_ps(cr + 16, c##i##1);                                                         \
+    } while (0)
+    BG_OUT(0); BG_OUT(1); BG_OUT(2); BG_OUT(3); BG_OUT(4); BG_OUT(5); BG_OUT(6);
+    BG_OUT(7); BG_OUT(8); BG_OUT(9); BG_OUT(10); BG_OUT(11); BG_OUT(12); BG_OUT(13);
+#undef BG_OUT
+    raise_nonfinite(mx);
+}
+#undef BG_ROW
+
+/* ------------------------------------------------------------------------------------------------
+ * Packing: pairs of k copied into 32-bit slots; each packer reports an inf or NaN it copied.
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Any layout, element by element: MR-row panels (rows past mc zero; the driver pads them). */
+static int pack_a_generic_pairs(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+{
+    const int64_t np = (kc + 1) / 2;
+    uint32_t mx = 0;
+    for (int64_t ir = 0; ir < mc; ir += BG_MR, dst += BG_MR * np)
+        for (int64_t i = 0; i < BG_MR; i++) {
+            if (ir + i >= mc) {
+                for (int64_t p = 0; p < np; p++) dst[p * BG_MR + i] = 0.0f;
+                continue;
+            }
+            const unsigned char *row = a->p + (i0 + ir + i) * a->rs + p0 * a->cs;
+            for (int64_t p = 0; p < np; p++) dst[p * BG_MR + i] = pair_slot(row + 2 * p * a->cs, a->cs, 2 * p + 1 < kc, &mx);
+        }
+    return mx >= BG_NONFINITE;
+}
+
+/* Columns [j0, j0 + nc) of any layout: NR-column panels (columns past nc zero). */
+static int pack_b_generic_pairs(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+{
+    const int64_t np = (kc + 1) / 2;
+    uint32_t mx = 0;
+    for (int64_t jr = 0; jr < nc; jr += BG_NR, dst += BG_NR * np)
+        for (int64_t p = 0; p < np; p++) {
+            const unsigned char *row = b->p + (p0 + 2 * p) * b->rs + (j0 + jr) * b->cs;
+            for (int64_t j = 0; j < BG_NR; j++)
+                dst[p * BG_NR + j] = jr + j < nc ? pair_slot(row + j * b->cs, b->rs, 2 * p + 1 < kc, &mx) : 0.0f;
+        }
+    return mx >= BG_NONFINITE;
+}
+
+BG_TARGET static int pack_a_bf16(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
+{
+    /* rows past the end of a last, partial panel read zeros (kc <= BGBF_KC: the driver cuts k
+     * into the kernel's kc blocks) */
+    static const unsigned char zero_row[BGBF_KC * 2] __attribute__((aligned(64)));
+    const int64_t np = (kc + 1) / 2, nfull = kc / 2;
+    __m512i mx = _mm512_setzero_si512();
+    uint32_t smx = 0;
+    if (a->cs == 2) { /* rows contiguous in k: a pair is one 32-bit word; 8 pairs of 8 rows transposed */
+        for (int64_t ir = 0; ir < mc; ir += BG_MR, dst += BG_MR * np) {
+            const unsigned char *rp[16];
+            for (int i = 0; i < 16; i++)
+                rp[i] = i < BG_MR && ir + i < mc ? a->p + (i0 + ir + i) * a->rs + p0 * 2 : zero_row;
+            int64_t p = 0;
+            for (; p + 8 <= nfull; p += 8) {
+                __m256 r[8], s[8];
+                for (int i = 0; i < 8; i++) {
+                    r[i] = _mm256_loadu_ps((const float *)(const void *)(rp[i] + p * 4));
+                    s[i] = _mm256_loadu_ps((const float *)(const void *)(rp[8 + i] + p * 4));
+                }
+                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[0]), r[1], 1)));
+                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[2]), r[3], 1)));
+                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[4]), r[5], 1)));
+                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[6]), r[7], 1)));
+                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(s[0]), s[1], 1)));
+                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(s[2]), s[3], 1)));
+                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(s[4]), s[5], 1)));
+                transpose8(r);
+                transpose8(s);
+                float *d = dst + p * BG_MR;
+                for (int q = 0; q < 8; q++) {
+                    _mm256_storeu_ps(d + q * BG_MR, r[q]);
+                    _mm_storeu_ps(d + q * BG_MR + 8, _mm256_castps256_ps128(s[q]));
+                    _mm_storel_pi((__m64 *)(void *)(d + q * BG_MR + 12), _mm256_extractf128_ps(s[q], 1));
+                }
+            }
+            for (; p < np; p++)
+                for (int i = 0; i < BG_MR; i++) dst[p * BG_MR + i] = pair_slot(rp[i] + p * 4, 2, 2 * p + 1 < kc, &smx);
+        }
+    } else if (a->rs == 2) { /* columns contiguous in i: the 14 rows of k and of k + 1, interleaved */
+        for (int64_t ir = 0; ir < mc; ir += BG_MR, dst += BG_MR * np) {
+            const unsigned char *src = a->p + (i0 + ir) * 2 + p0 * a->cs;
+            int m = mc - ir < BG_MR ? (int)(mc - ir) : BG_MR;
+            __mmask16 lm = (__mmask16)((1u << m) - 1u);
+            for (int64_t p = 0; p < np; p++) {
+                __m256i lo = _mm256_maskz_loadu_epi16(lm, src + 2 * p * a->cs);
+                __m256i hi = 2 * p + 1 < kc ? _mm256_maskz_loadu_epi16(lm, src + (2 * p + 1) * a->cs)
+                                            : _mm256_setzero_si256();
+                mx = absmax16(mx, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+                __m512i w = _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+                _mm512_mask_storeu_epi32(dst + p * BG_MR, (__mmask16)0x3fff, w);
+            }
+        }
+    } else {
+        return pack_a_generic_pairs(a, i0, mc, p0, kc, dst);
+    }
+    return any_nonfinite(mx) || smx >= BG_NONFINITE;
+}
+
+/* even/odd 16-bit lanes from two rows: slot j of lo = (r0[j], r1[j]) for j < 16, of hi for j >= 16 */
+BG_INLINE void interleave_rows(__m512i r0, __m512i r1, __m512i *lo, __m512i *hi)
+{
+    const __m512i ilo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                         39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i ihi = _mm512_add_epi16(ilo, _mm512_set1_epi16(16));
+    *lo = _mm512_permutex2var_epi16(r0, ilo, r1);
+    *hi = _mm512_permutex2var_epi16(r0, ihi, r1);
+}
+
+BG_TARGET static int pack_b_bf16(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+{
+    const int64_t np = (kc + 1) / 2, nfull = kc / 2;
+    __m512i mx = _mm512_setzero_si512();
+    uint32_t smx = 0;
+    int64_t jr = 0;
+    if (b->cs == 2) { /* rows contiguous in j: rows k and k + 1 interleaved (fewer columns at the edge) */
+        for (; jr < nc; jr += BG_NR, dst += BG_NR * np) {
+            const unsigned char *src = b->p + p0 * b->rs + (j0 + jr) * 2;
+            int64_t nr = nc - jr < BG_NR ? nc - jr : BG_NR;
+            __mmask32 lm = nr == BG_NR ? (__mmask32)0xffffffffu : (__mmask32)((1u << nr) - 1u);
+            for (int64_t p = 0; p < np; p++) {
+                const unsigned char *s = src + 2 * p * b->rs;
+                __m512i r0 = _mm512_maskz_loadu_epi16(lm, s);
+                __m512i r1 = 2 * p + 1 < kc ? _mm512_maskz_loadu_epi16(lm, s + b->rs) : _mm512_setzero_si512();
+                mx = absmax16(absmax16(mx, r0), r1);
+                __m512i lo, hi;
+                interleave_rows(r0, r1, &lo, &hi);
+                _mm512_store_si512((void *)(dst + p * BG_NR), lo);
+                _mm512_store_si512((void *)(dst + p * BG_NR + 16), hi);
+            }
+        }
+    } else if (b->rs == 2) { /* columns contiguous in k: a pair is one 32-bit word; 8x8 transposes */
+        for (; jr + BG_NR <= nc; jr += BG_NR, dst += BG_NR * np) {
+            const unsigned char *src = b->p + p0 * 2 + (j0 + jr) * b->cs;
+            int64_t p = 0;
+            for (; p + 8 <= nfull; p += 8) {
+                for (int h = 0; h < BG_NR / 8; h++) {
+                    __m256 r[8];
+                    for (int j = 0; j < 8; j++)
+                        r[j] = _mm256_loadu_ps((const float *)(const void *)(src + (h * 8 + j) * b->cs + p * 4));
+                    for (int j = 0; j < 8; j += 2)
+                        mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[j]), r[j + 1], 1)));
+                    transpose8(r);
+                    for (int q = 0; q < 8; q++) _mm256_store_ps(dst + (p + q) * BG_NR + h * 8, r[q]);
+                }
+            }
+            for (; p < np; p++)
+                for (int j = 0; j < BG_NR; j++) dst[p * BG_NR + j] = pair_slot(src + j * b->cs + p * 4, 2, 2 * p + 1 < kc, &smx);
+        }
+    }
+    int nf = any_nonfinite(mx) || smx >= BG_NONFINITE;
+    if (jr < nc) nf |= pack_b_generic_pairs(b, p0, kc, j0 + jr, nc - jr, dst);
+    return nf;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Small products (kernel.h, bg_small_fn): B's pairs (rows of ldb slots) and R rows of A's pairs
+ * on the stack, R x NV tiles of accumulators over all k, the GEMM path's order and bits.
+ * ---------------------------------------------------------------------------------------------- */
+
+BG_INLINE void small_tile(int64_t np, const float *af, const float *bw, int64_t ldb, const bg_out *c, int64_t i0,
+                          int64_t rows, int64_t N, const int R, const int NV)
+{
+    __m512 s[8][4];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) s[r][v] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < np; p++) {
+        __m512bh bv[4];
+        for (int v = 0; v < NV; v++) bv[v] = (__m512bh)_mm512_load_si512((const void *)(bw + p * ldb + 16 * v));
+        for (int r = 0; r < R; r++) {
+            __m512bh av = (__m512bh)_mm512_castps_si512(_mm512_set1_ps(af[r * np + p]));
+            for (int v = 0; v < NV; v++) s[r][v] = _mm512_dpbf16_ps(s[r][v], av, bv[v]);
+        }
+    }
+    __mmask16 last = (__mmask16)(0xffffu >> (16 * NV - N));
+    __m512i mx = _mm512_setzero_si512(); /* padded rows and columns repeat real ones */
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) mx = absmax32(mx, s[r][v]);
+    if (c->cs == (c->bf16 ? 2 : 4)) {
+        for (int r = 0; r < R && r < rows; r++) {
+            unsigned char *q = c->p + (i0 + r) * c->rs;
+            for (int v = 0; v < NV; v++) {
+                __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+                if (c->bf16)
+                    _mm256_mask_storeu_epi16(q + 32 * v, m, round16_bf16(s[r][v]));
+                else
+                    _mm512_mask_storeu_ps(q + 64 * v, m, s[r][v]);
+            }
+        }
+    } else { /* strided C */
+        float t[8 * 64] __attribute__((aligned(64)));
+        for (int r = 0; r < R; r++)
+            for (int v = 0; v < NV; v++) _mm512_store_ps(t + r * 64 + 16 * v, s[r][v]);
+        bg_write_block_avx2(c, i0, 0, t, 64, rows, N);
+    }
+    raise_nonfinite(mx);
+}
+
+/* rows per tile for NV vectors: 8 accumulators for one vector, else 6 rows (24 at most) */
+#define BG_SMALL_ROWS(NV) ((NV) == 1 ? 8 : 6)
+typedef void (*small_tile_fn)(int64_t, const float *, const float *, int64_t, const bg_out *, int64_t, int64_t,
+                              int64_t);
+#define BG_ST(NV)                                                                                   \
+    BG_TARGET static void small_tile_##NV(int64_t np, const float *af, const float *bw, int64_t ldb, \
+                                          const bg_out *c, int64_t i0, int64_t rows, int64_t N)     \
+    {                                                                                               \
+        small_tile(np, af, bw, ldb, c, i0, rows, N, BG_SMALL_ROWS(NV), NV);                         \
+    }
+BG_ST(1) BG_ST(2) BG_ST(3) BG_ST(4)
+#undef BG_ST
+
+BG_TARGET static int small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
+                                const bg_out *c)
+{
+    static const small_tile_fn tiles[4] = {small_tile_1, small_tile_2, small_tile_3, small_tile_4};
+    float bw[BG_SMALL_MAXK / 2 * 64] __attribute__((aligned(64)));
+    float af[8 * BG_SMALL_MAXK / 2];
+    const int nv = (int)((N + 15) / 16), R = BG_SMALL_ROWS(nv);
+    const int64_t ldb = nv * 16, np = (K + 1) / 2;
+    /* B: the GEMM packer's 32-column panels, copied into rows of ldb slots */
+    int nf = 0;
+    for (int64_t j0 = 0; j0 < N; j0 += 32) {
+        float panel[BG_SMALL_MAXK / 2 * BG_NR] __attribute__((aligned(64)));
+        int64_t w = N - j0 < 32 ? N - j0 : 32;
+        nf |= pack_b_bf16(b, 0, K, j0, w, panel);
+        for (int64_t p = 0; p < np; p++) memcpy(bw + p * ldb + j0, panel + p * BG_NR, (size_t)(ldb - j0 < 32 ? ldb - j0 : 32) * 4);
+    }
+    if (nf) return 1;
+    if (N < ldb) bg_pad_panel(bw, ldb, np, N);
+    for (int64_t i0 = 0; i0 < M; i0 += R) {
+        int64_t rows = M - i0 < R ? M - i0 : R;
+        __m512i mx = _mm512_setzero_si512();
+        uint32_t smx = 0;
+        for (int64_t r = 0; r < R; r++) { /* rows past the end repeat the last (see bg_pad_panel) */
+            const unsigned char *src = a->p + (i0 + (r < rows ? r : rows - 1)) * a->rs;
+            float *d = af + r * np;
+            if (a->cs == 2) { /* the row's bytes are its pairs; an odd K leaves the last high half 0 */
+                d[np - 1] = 0.0f;
+                memcpy(d, src, (size_t)K * 2);
+                for (int64_t k = 0; k < K; k += 32)
+                    mx = absmax16(mx, _mm512_maskz_loadu_epi16(K - k >= 32 ? (__mmask32)0xffffffffu
+                                                                           : (__mmask32)((1u << (K - k)) - 1u),
+                                                               src + 2 * k));
+            } else {
+                for (int64_t p = 0; p < np; p++) d[p] = pair_slot(src + 2 * p * a->cs, a->cs, 2 * p + 1 < K, &smx);
+            }
+        }
+        /* an inf or NaN in A: the fallback computes the whole product again (kernel.h) */
+        if (any_nonfinite(mx) || smx >= BG_NONFINITE) return 1;
+        tiles[nv - 1](np, af, bw, ldb, c, i0, rows, N);
+    }
+    return 0;
+}
+#undef BG_SMALL_ROWS
+
+_Static_assert(BGBF_MC % BG_MR == 0 && BGBF_NC % BG_NR == 0 && BG_TILE_N % BG_NR == 0 && BGBF_KC % 2 == 0,
+               "kernel.h: MC must be a multiple of MR, NC and the tile width of NR, KC even");
+
+const bg_kernel bg_kernel_avx512bf16 = {
+    .name = "avx512bf16: AVX512-BF16 vdpbf16ps 14x32 on bfloat16 k pairs",
+    .tier = BF16_TIER_AVX512BF16,
+    .mr = BG_MR, .nr = BG_NR, .kc = BGBF_KC, .mc = BGBF_MC, .nc = BGBF_NC,
+    .pack = BG_PACK_BF16_PAIR,
+    .gemv_ku = 32,
+    .ukernel = ukernel_bf16,
+    .write_block = bg_write_block_avx2,
+    .pack_a = pack_a_bf16,
+    .pack_b = pack_b_bf16,
+    .gemv_rows = bg_gemv_rows_avx512,
+    .gemv_cols = bg_gemv_cols_avx2,
+    .pack_v_rows = bg_pack_v_rows_avx2,
+    .small = small_bf16,
+    .small_maxn = 64,
+    .fallback = &bg_kernel_avx512,
+};
+
+#endif /* BG_HAVE_AVX512 */
