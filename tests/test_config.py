@@ -45,6 +45,10 @@ def run_with_isa(value, code):
                           timeout=120)
 
 
+# the highest tier each component has code of its own for (the ufunc loops, conversions, reductions
+# and sort have no AVX512-BF16 code: at that tier they run their avx512 code)
+HIGHEST = {"ufunc loops": "avx512", "conversions, reductions, sort": "avx512", "matmul (GEMM/GEMV)": "avx512bf16"}
+
 INFO = "import json, bfloat16_dtype as b; print(json.dumps(b.config()))"
 
 
@@ -67,9 +71,11 @@ def test_cap_lowers_the_tier(tier):
     assert info["cap"] == tier and info["env"] == tier
     want = min(TIERS.index(tier), TIERS.index(info["detected"]))
     assert info["tier"] == TIERS[want]
-    # every component runs (and names) the tier in force: none ignores the cap
+    # every component runs (and names) the tier in force, or its own highest tier below it: none
+    # ignores the cap, none stops short of it
     for name, kernel in info["components"].items():
-        assert kernel.split(":")[0] == info["tier"], (name, kernel)
+        want = TIERS[min(TIERS.index(info["tier"]), TIERS.index(HIGHEST[name]))]
+        assert kernel.split(":")[0] == want, (name, kernel)
 
 
 def test_unknown_tier_is_a_clear_error():

@@ -303,11 +303,12 @@ _NONFINITE_DIGEST = """
 import hashlib, numpy as np, bfloat16_dtype as bd
 rng = np.random.default_rng(3)
 h = hashlib.sha256()
-for sa, sb in [((70, 600), (600, 97)), ((300, 300), (300, 300)), ((20, 100), (100, 40)), ((17, 5), (5, 33))]:
+for sa, sb in [((70, 600), (600, 97)), ((300, 300), (300, 300)), ((20, 100), (100, 40)), ((17, 5), (5, 33)),
+               ((2048, 300), (300, 16)), ((1000, 700), (700, 1)), ((300, 2000), (2000, 3))]:
     a = rng.standard_normal(sa).astype(np.float32)
     b = rng.standard_normal(sb).astype(np.float32)
     a[3, 1] = np.inf
-    b[-2, 5] = np.nan
+    b[-2, sb[1] // 2] = np.nan
     with np.errstate(all="ignore"):
         for x, y in [(a, b), (a, np.nan_to_num(b)), (np.nan_to_num(a, posinf=1.0), b)]:
             x, y = x.astype(bd.bfloat16), y.astype(bd.bfloat16)
@@ -320,7 +321,7 @@ print(h.hexdigest())
 def test_products_with_inf_or_nan_are_the_avx512_kernels():
     """At the avx512bf16 tier a product whose A or B holds an inf or NaN is computed again by the
     avx512 kernel (bg_kernel.fallback in csrc/matmul/kernel.h): the same bits as that tier, on the
-    GEMM and the small-product paths."""
+    GEMM, small-product and GEMV paths (an inf in the matrix or a NaN in the vectors)."""
     if TIERS.index(bd.config()["tier"]) < TIERS.index("avx512bf16"):
         pytest.skip(f"the avx512bf16 tier is not in force ({bd.config()['reason']})")
     digests = []
@@ -373,10 +374,11 @@ def test_v_packing_layouts_same_bits(rng, m, n, k):
     assert np.array_equal(f32_bits(r32s), f32_bits(r32))
 
 
-def gemv_lane_order(W32, V32, ku):
+def gemv_lane_order(W32, V32, ku, pairs=False):
     """The documented GEMV sum (csrc/matmul/kernel.h) emulated in float32: ku/2 lane sums, lane l
     taking the k with (k mod ku) >> 1 == l in increasing k (products of bfloat16 values are exact
-    in float32, so each FMA is a float32 addition), then the lanes folded in halves."""
+    in float32, so each FMA is a float32 addition), then the lanes folded in halves. pairs: the
+    avx512bf16 kernel's vdpbf16ps, the odd k of each pair first, subnormal sums flushed."""
     m, k = W32.shape
     kpad = -(-k // ku) * ku
     W = np.zeros((m, kpad), np.float32)
@@ -385,9 +387,11 @@ def gemv_lane_order(W32, V32, ku):
     V[:k] = V32
     lanes = np.zeros((m, ku // 2, V.shape[1]), np.float32)
     for t in range(0, kpad, ku):
-        for parity in (0, 1):
+        for parity in ((1, 0) if pairs else (0, 1)):
             ks = t + 2 * np.arange(ku // 2) + parity
             lanes += W[:, ks, None] * V[None, ks, :]  # exact products, float32 additions
+            if pairs:
+                lanes = ftz(lanes)
     while lanes.shape[1] > 1:
         half = lanes.shape[1] // 2
         lanes = lanes[:, :half] + lanes[:, half:]
@@ -400,11 +404,13 @@ def gemv_lane_order(W32, V32, ku):
                          + [(n, k) for n in (1, 2, 4) for k in (1, 31, 33)])
 def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
     """W @ V on the k-contiguous GEMV path gives exactly the documented order's float32 bits (16
-    lanes of 32 k at the avx512 tier, 8 lanes of 16 k below), whatever the chunking."""
+    lanes of 32 k at the avx512 and avx512bf16 tiers, pairs odd k first at the latter; 8 lanes of
+    16 k below), whatever the chunking."""
     w, W = make(rng, (70, k))  # wider than any small-product kernel's 64
     v, V = make(rng, (k, n))
     ku = 32 if bd._ext._gemm_kernel.startswith("avx512") else 16
-    expected = gemv_lane_order(W.astype(np.float32), V.astype(np.float32), ku)
+    pairs = bd._ext._gemm_kernel.startswith("avx512bf16")
+    expected = gemv_lane_order(W.astype(np.float32), V.astype(np.float32), ku, pairs)
     for threads in (1, 3):
         with bd.num_threads(threads):
             r32 = bd.matmul(w, v, out_dtype=np.float32)

@@ -92,8 +92,8 @@ static int pack_b_portable(const bg_view *b, int64_t p0, int64_t kc, int64_t j0,
 /* Dot products in the order of the AVX2 kernel: 8 lane sums, lane l takes the k with
  * (k mod 16) >> 1 == l in increasing k (the zero padding up to kpad included), then bg_hsum8.
  * V is packed with KU = 16 as described in kernel.h (bg_gemv_rows_fn). */
-static void gemv_rows_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
-                               int64_t kpad, int64_t n, const bg_out *c)
+static int gemv_rows_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                              int64_t kpad, int64_t n, const bg_out *c)
 {
     for (int64_t i = i0; i < i1; i++) {
         const unsigned char *row = a->p + i * a->rs;
@@ -112,6 +112,7 @@ static void gemv_rows_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t
             bg_store(c, i, j, bg_hsum8(acc));
         }
     }
+    return 0;
 }
 
 static void gemv_cols_portable(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *v,
@@ -484,10 +485,33 @@ static int gemm_thread(const bg_task *tk)
  * GEMV
  * ---------------------------------------------------------------------------------------------- */
 
-static void pack_vector(const bg_problem *p, const bg_plan *pl, const bg_kernel *kt, float *v)
+/* Returns nonzero when a kernel with a fallback would get an inf or NaN of V (BG_PACK_BF16_PAIR). */
+static int pack_vector(const bg_problem *p, const bg_plan *pl, const bg_kernel *kt, float *v)
 {
     const int ku = kt->gemv_ku;
     int64_t K = p->K, n = p->N;
+    if (pl->path == PATH_GEMV_ROWS && kt->pack == BG_PACK_BF16_PAIR) {
+        /* block t of column j: the bfloat16 V[ku t .. ku t + ku - 1][j] (kernel.h, bg_gemv_rows_fn) */
+        unsigned char *d = (unsigned char *)(void *)v;
+        uint16_t mx = 0;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t k0 = 0; k0 < pl->kpad; k0 += ku) {
+                unsigned char *blk = d + ((k0 / ku) * n + j) * ku * 2;
+                int64_t cnt = min64(ku, K - k0);
+                if (cnt < ku) memset(blk + max64(cnt, 0) * 2, 0, (size_t)(ku - max64(cnt, 0)) * 2);
+                const unsigned char *src = p->b.p + k0 * p->b.rs + j * p->b.cs;
+                if (p->b.rs == 2 && cnt > 0)
+                    memcpy(blk, src, (size_t)cnt * 2);
+                else
+                    for (int64_t l = 0; l < cnt; l++) memcpy(blk + l * 2, src + l * p->b.rs, 2);
+                for (int64_t l = 0; l < cnt; l++) {
+                    uint16_t h;
+                    memcpy(&h, blk + l * 2, 2);
+                    if ((h & 0x7fff) > mx) mx = h & 0x7fff;
+                }
+            }
+        return kt->fallback != NULL && mx >= 0x7f80;
+    }
     if (pl->path == PATH_GEMV_ROWS) { /* ku-k blocks, columns interleaved, even k then odd k */
         const int half = ku / 2;
         int64_t vec_blocks = 0, vec_cols = 0; /* the part the vector packer did */
@@ -508,15 +532,17 @@ static void pack_vector(const bg_problem *p, const bg_plan *pl, const bg_kernel 
         for (int64_t k = 0; k < K; k++)
             for (int64_t j = 0; j < n; j++) v[k * n + j] = bg_load(p->b.p + k * p->b.rs + j * p->b.cs);
     }
+    return 0;
 }
 
-static void gemv_thread(const bg_task *tk)
+/* Returns nonzero when the kernel met an inf or NaN (gemv_rows of a kernel with a fallback). */
+static int gemv_thread(const bg_task *tk)
 {
     const bg_problem *p = tk->p;
     if (tk->pl->path == PATH_GEMV_ROWS)
-        tk->kt->gemv_rows(&p->a, tk->m0, tk->m1, p->K, tk->v, tk->pl->kpad, p->N, &p->c);
-    else
-        tk->kt->gemv_cols(&p->a, tk->m0, tk->m1, p->K, tk->v, p->N, &p->c);
+        return tk->kt->gemv_rows(&p->a, tk->m0, tk->m1, p->K, tk->v, tk->pl->kpad, p->N, &p->c);
+    tk->kt->gemv_cols(&p->a, tk->m0, tk->m1, p->K, tk->v, p->N, &p->c);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -532,7 +558,7 @@ static void run_task_body(bg_task *tk)
     else if (tk->pl->path == PATH_GEMM)
         tk->nonfinite = gemm_thread(tk);
     else
-        gemv_thread(tk);
+        tk->nonfinite = gemv_thread(tk);
 }
 
 /*
@@ -864,12 +890,14 @@ static __attribute__((noinline)) int run_planned(const bg_kernel *kt, bg_problem
         ws = heap + BG_ALIGN;
     }
     const float *v = NULL;
+    int nonfinite = 0;
     if (pl.path != PATH_GEMM) {
-        pack_vector(&p, &pl, kt, (float *)(void *)ws);
+        nonfinite = pack_vector(&p, &pl, kt, (float *)(void *)ws);
         v = (const float *)(void *)ws;
     }
-    int nonfinite;
-    if (pl.nthreads <= 1) {
+    if (nonfinite) {
+        /* an inf or NaN in V: nothing computed, the fallback takes the product (bf16_gemm) */
+    } else if (pl.nthreads <= 1) {
         bg_task tk = {.p = &p, .pl = &pl, .kt = kt, .m0 = 0, .m1 = p.M, .n0 = 0, .n1 = p.N, .ws = ws, .v = v};
         run_task_body(&tk);
         nonfinite = tk.nonfinite;

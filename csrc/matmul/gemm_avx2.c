@@ -523,7 +523,7 @@ BG_INLINE __m256 hsum8_many(const float *acc, int cnt)
     return _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+BG_TARGET static int gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                      int64_t kpad, int64_t n, const bg_out *c)
 {
     float accbuf[BG_ROWS_PANEL * 16 * 8] __attribute__((aligned(32)));
@@ -575,6 +575,7 @@ BG_TARGET static void gemv_rows_avx2(const bg_view *a, int64_t i0, int64_t i1, i
             bg_write_block_avx2(c, p0 + r, 0, sums, 16, 1, n);
         }
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -198,10 +198,13 @@ BG_TARGET static int pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, int
 #define BG_ROWS_L2VBYTES (128 * 1024) /* no k chunks when all of V is at most this (in L2) */
 #define BG_ROWS_MAXC 4                /* columns per tile: 16 columns run as four 4 x 4 tiles */
 #define BG_ROWS_RC 16                 /* accumulators per tile */
+#ifndef BG_ROWS_PF_TILES
+#define BG_ROWS_PF_TILES 1
+#endif
 #define BG_ROWS_PANEL 16              /* rows sharing one V block (accumulators: 16 KiB at n = 16) */
 
 BG_INLINE void rows_tile(const unsigned char *const *rows, int R, const float *v, int64_t vstep, int C,
-                         int64_t nb, float *acc, int64_t ldacc, int pf)
+                         int64_t nb, float *acc, int64_t ldacc, int64_t pf)
 {
     __m512 s[4][BG_ROWS_MAXC];
     for (int r = 0; r < R; r++)
@@ -234,36 +237,12 @@ BG_INLINE void rows_tile(const unsigned char *const *rows, int R, const float *v
         for (int j = 0; j < C; j++) _mm512_store_ps(acc + r * ldacc + j * 16, s[r][j]);
 }
 
-/* The lane sums of the cnt (<= 16) accumulators acc + 16 j: lane j of the result is
- * the fold of kernel.h (upper half of the remaining lanes onto the lower half, 16 -> 8 -> 4 -> 2 -> 1)
- * of acc + 16 j, for 16 accumulators at once (the others read as zero): the same pairs of lanes
- * are added in the same order as one accumulator at a time
- * (tests/test_gemm_kernel.py::test_gemv_sums_in_the_documented_lane_order). */
-BG_INLINE __m512 hsum16_many(const float *acc, int cnt)
-{
-    __m512 v[16], w[8], x[4], y[2];
-    for (int j = 0; j < 16; j++) v[j] = j < cnt ? _mm512_load_ps(acc + 16 * j) : _mm512_setzero_ps();
-    for (int j = 0; j < 8; j++) /* 128-bit quarters: lanes 0-7 of acc 2j + lanes 8-15, same for 2j+1 */
-        w[j] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0x44),
-                             _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0xEE));
-    for (int j = 0; j < 4; j++) /* quarter q of x[j]: 4 lanes of acc 4j + q */
-        x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
-                             _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xDD));
-    for (int j = 0; j < 2; j++) /* quarter q of y[j]: 2 lanes of acc 8j + q, then of 8j + 4 + q */
-        y[j] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0x44),
-                             _mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0xEE));
-    /* lane 4q + m: the sum of acc 4m + q; lane j takes it from 4 (j mod 4) + j / 4 */
-    __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
-    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    return _mm512_permutexvar_ps(idx, z);
-}
-
-typedef void (*rows_tile_fn)(const unsigned char *const *, const float *, int64_t, int64_t, float *, int64_t, int);
 #define BG_RT(R, C)                                                                                 \
     BG_TARGET static void rows_tile_##R##x##C(const unsigned char *const *rows, const float *v,     \
                                               int64_t vstep, int64_t nb, float *acc, int64_t ldacc, \
-                                              int pf)                                               \
+                                              int64_t pf, int *nonfinite)                           \
     {                                                                                               \
+        (void)nonfinite; /* FMAs raise IEEE flags: nothing to report */                            \
         rows_tile(rows, R, v, vstep, C, nb, acc, ldacc, pf);                                        \
     }
 BG_RT(1, 1) BG_RT(1, 2) BG_RT(1, 3) BG_RT(1, 4)
@@ -272,25 +251,34 @@ BG_RT(3, 1) BG_RT(3, 2) BG_RT(3, 3) BG_RT(3, 4)
 BG_RT(4, 1) BG_RT(4, 2) BG_RT(4, 3) BG_RT(4, 4)
 #undef BG_RT
 /* [R-1][C-1]: R <= 4 rows, C <= BG_ROWS_MAXC = 4 columns */
-static const rows_tile_fn rows_tiles[4][BG_ROWS_MAXC] = {
+static const bg_rows_tile_fn rows_tiles[4][BG_ROWS_MAXC] = {
     {rows_tile_1x1, rows_tile_1x2, rows_tile_1x3, rows_tile_1x4},
     {rows_tile_2x1, rows_tile_2x2, rows_tile_2x3, rows_tile_2x4},
     {rows_tile_3x1, rows_tile_3x2, rows_tile_3x3, rows_tile_3x4},
     {rows_tile_4x1, rows_tile_4x2, rows_tile_4x3, rows_tile_4x4},
 };
 
-BG_TARGET void bg_gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
-                                       int64_t kpad, int64_t n, const bg_out *c)
+/*
+ * The GEMV driver of the 16-lane kernels: panels of rows, k chunks whose V block stays in L1, tiles
+ * of R rows x C columns (tiles[R-1][C-1]); vfl = floats of packed V per column and 32 k (32: float32
+ * V, 16: bfloat16 pairs). A tile that meets an inf or NaN sets *nonfinite (tiles of kernels with a
+ * fallback look); the driver then stops and returns 1. check: the lane sums are tested for inf/NaN
+ * and FE_OVERFLOW (FE_INVALID) raised, for tiles whose instructions raise no flags.
+ */
+BG_TARGET int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                                   int64_t kpad, int64_t n, const bg_out *c, const bg_rows_tile_fn tiles[4][4],
+                                   int vfl, int check)
 {
     float accbuf[BG_ROWS_PANEL * 16 * 16] __attribute__((aligned(64)));
     unsigned char tail[4][64] __attribute__((aligned(64)));
+    int nonfinite = 0;
     /* column groups: ceil(n / MAXC) groups of nearly equal width (<= MAXC); rows per tile: RC / width */
     int ng = (int)((n + BG_ROWS_MAXC - 1) / BG_ROWS_MAXC);
     int cw = (int)((n + ng - 1) / ng);
     int R = BG_ROWS_RC / cw > 4 ? 4 : BG_ROWS_RC / cw;
-    int64_t kb = (BG_ROWS_VBYTES / (4 * n)) / 32 * 32; /* k per chunk, multiple of 32 */
+    int64_t kb = (BG_ROWS_VBYTES / (vfl / 8 * n)) / 32 * 32; /* k per chunk, multiple of 32 */
     if (kb < 64) kb = 64;
-    if (kb >= kpad || kpad * n * 4 <= BG_ROWS_L2VBYTES) kb = kpad;
+    if (kb >= kpad || kpad * n * (vfl / 8) <= BG_ROWS_L2VBYTES) kb = kpad;
     int64_t panel = kb >= kpad ? R : BG_ROWS_PANEL / R * R;
     const int64_t nfull = K / 32; /* complete 32-k blocks of every row */
     const int64_t ld = n * 16;
@@ -300,16 +288,19 @@ BG_TARGET void bg_gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int
         for (int64_t k0 = 0; k0 < kpad; k0 += kb) {
             int64_t t0 = k0 / 32, t1 = (k0 + kb < kpad ? k0 + kb : kpad) / 32;
             int64_t tf = t1 < nfull ? t1 : nfull; /* blocks [t0, tf) are read in place */
-            int pf = (t1 < kpad / 32 && panel > R) ? (int)(kb * 2) : 0;
+            /* prefetch distance: the next k chunk of the panel's rows, or (whole rows) the rows
+             * of the next tile, at the same k */
+            int64_t pf = (t1 < kpad / 32 && panel > R) ? kb * 2 : 0;
             for (int64_t r0 = 0; r0 < pn; r0 += R) {
                 int rr = (int)(pn - r0 < R ? pn - r0 : R);
                 const unsigned char *rows[4];
                 for (int r = 0; r < rr; r++) rows[r] = a->p + (p0 + r0 + r) * a->rs + t0 * 64;
+                int64_t pft = pf ? pf : (p0 + r0 + (1 + BG_ROWS_PF_TILES) * R <= i1 ? BG_ROWS_PF_TILES * R * a->rs : 0);
                 for (int g = 0, j0 = 0; g < ng; g++) {
                     int cj = (int)(n - j0 < cw ? n - j0 : cw);
                     float *ap = accbuf + r0 * ld + j0 * 16;
-                    const float *vp = vt + (t0 * n + j0) * 32;
-                    if (tf > t0) rows_tiles[rr - 1][cj - 1](rows, vp, n * 32, tf - t0, ap, ld, pf);
+                    const float *vp = vt + (t0 * n + j0) * vfl;
+                    if (tf > t0) tiles[rr - 1][cj - 1](rows, vp, n * vfl, tf - t0, ap, ld, g == 0 ? pft : 0, &nonfinite);
                     if (tf < t1) { /* the last, partial block: zero padded copies of the rows */
                         const unsigned char *tr[4];
                         for (int r = 0; r < rr; r++) {
@@ -317,18 +308,30 @@ BG_TARGET void bg_gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int
                             memcpy(tail[r], a->p + (p0 + r0 + r) * a->rs + nfull * 64, (size_t)(K - nfull * 32) * 2);
                             tr[r] = tail[r];
                         }
-                        rows_tiles[rr - 1][cj - 1](tr, vt + (nfull * n + j0) * 32, n * 32, 1, ap, ld, 0);
+                        tiles[rr - 1][cj - 1](tr, vt + (nfull * n + j0) * vfl, n * vfl, 1, ap, ld, 0, &nonfinite);
                     }
                     j0 += cj;
                 }
             }
+            if (nonfinite) return 1;
         }
+        __m512i mx = _mm512_setzero_si512();
         for (int64_t r = 0; r < pn; r++) {
             float sums[16] __attribute__((aligned(64)));
-            _mm512_store_ps(sums, hsum16_many(accbuf + r * ld, (int)n));
+            __m512 z = hsum16_many(accbuf + r * ld, (int)n);
+            if (check) mx = _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7fffffff)));
+            _mm512_store_ps(sums, z);
             bg_write_block_avx2(c, p0 + r, 0, sums, 16, 1, n);
         }
+        if (check) bg_raise_nonfinite(mx);
     }
+    return 0;
+}
+
+BG_TARGET static int gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                                      int64_t kpad, int64_t n, const bg_out *c)
+{
+    return bg_gemv_rows_16lanes(a, i0, i1, K, vt, kpad, n, c, rows_tiles, 32, 0);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -438,7 +441,7 @@ const bg_kernel bg_kernel_avx512 = {
     .write_block = bg_write_block_avx2,
     .pack_a = pack_a_avx512,
     .pack_b = pack_b_avx512,
-    .gemv_rows = bg_gemv_rows_avx512,
+    .gemv_rows = gemv_rows_avx512,
     .gemv_cols = bg_gemv_cols_avx2,
     .pack_v_rows = bg_pack_v_rows_avx2,
     .small = small_avx512,

@@ -89,21 +89,10 @@ static inline float pair_slot(const unsigned char *x, int64_t step, int two, uin
         c##i##1 = _mm512_dpbf16_ps(c##i##1, av, b1);                                               \
     } while (0)
 
-/* The largest |float32 bits| of the lanes seen so far. */
+/* The largest |float32 bits| of the lanes seen so far (for bg_raise_nonfinite). */
 BG_INLINE __m512i absmax32(__m512i mx, __m512 x)
 {
     return _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
-}
-
-/* FE_OVERFLOW, and FE_INVALID too for a NaN, when a stored value was not finite (mx: absmax32 of
- * them). The inputs are finite here: the packers sent products with an inf or NaN to the fallback. */
-BG_INLINE void raise_nonfinite(__m512i mx)
-{
-    const __m512i inf = _mm512_set1_epi32(0x7f800000);
-    if (_mm512_cmpgt_epu32_mask(mx, inf))
-        feraiseexcept(FE_OVERFLOW | FE_INVALID);
-    else if (_mm512_cmpeq_epu32_mask(mx, inf))
-        feraiseexcept(FE_OVERFLOW);
 }
 
 BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
@@ -139,7 +128,7 @@ BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, f
     BG_OUT(0); BG_OUT(1); BG_OUT(2); BG_OUT(3); BG_OUT(4); BG_OUT(5); BG_OUT(6);
     BG_OUT(7); BG_OUT(8); BG_OUT(9); BG_OUT(10); BG_OUT(11); BG_OUT(12); BG_OUT(13);
 #undef BG_OUT
-    raise_nonfinite(mx);
+    bg_raise_nonfinite(mx);
 }
 #undef BG_ROW
 
@@ -294,6 +283,64 @@ BG_TARGET static int pack_b_bf16(const bg_view *b, int64_t p0, int64_t kc, int64
 }
 
 /* ------------------------------------------------------------------------------------------------
+ * GEMV / skinny products, K contiguous: the avx512 kernel's driver (bg_gemv_rows_16lanes) with
+ * tiles of vdpbf16ps on the rows as loaded (32 bfloat16 = 16 pairs per 64 bytes) and V packed as
+ * bfloat16 (kernel.h, bg_gemv_rows_fn): one instruction per 32 k, row and column, where the float32
+ * tiles widen the row twice and issue two FMAs. The rows are checked for inf/NaN as they stream.
+ * ---------------------------------------------------------------------------------------------- */
+
+BG_INLINE void rows_tile_dp(const unsigned char *const *rows, int R, const float *v, int64_t vstep, int C,
+                            int64_t nb, float *acc, int64_t ldacc, int64_t pf, int *nonfinite)
+{
+    __m512 s[4][4];
+    __m512i mx = _mm512_setzero_si512();
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) s[r][j] = _mm512_load_ps(acc + r * ldacc + j * 16);
+    for (int64_t t = 0; t < nb; t++) {
+        __m512i x[4];
+        for (int r = 0; r < R; r++) {
+            x[r] = _mm512_loadu_si512((const void *)(rows[r] + t * 64));
+            mx = absmax16(mx, x[r]);
+        }
+        if (pf)
+            for (int r = 0; r < R; r++) _mm_prefetch((const char *)(rows[r] + t * 64 + pf), _MM_HINT_T0);
+        for (int j = 0; j < C; j++) {
+            __m512bh vv = (__m512bh)_mm512_load_si512((const void *)(v + j * 16));
+            for (int r = 0; r < R; r++) s[r][j] = _mm512_dpbf16_ps(s[r][j], (__m512bh)x[r], vv);
+        }
+        v += vstep;
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) _mm512_store_ps(acc + r * ldacc + j * 16, s[r][j]);
+    if (any_nonfinite(mx)) *nonfinite = 1;
+}
+
+#define BG_RT(R, C)                                                                                 \
+    BG_TARGET static void rows_tile_##R##x##C(const unsigned char *const *rows, const float *v,     \
+                                              int64_t vstep, int64_t nb, float *acc, int64_t ldacc, \
+                                              int64_t pf, int *nonfinite)                           \
+    {                                                                                               \
+        rows_tile_dp(rows, R, v, vstep, C, nb, acc, ldacc, pf, nonfinite);                          \
+    }
+BG_RT(1, 1) BG_RT(1, 2) BG_RT(1, 3) BG_RT(1, 4)
+BG_RT(2, 1) BG_RT(2, 2) BG_RT(2, 3) BG_RT(2, 4)
+BG_RT(3, 1) BG_RT(3, 2) BG_RT(3, 3) BG_RT(3, 4)
+BG_RT(4, 1) BG_RT(4, 2) BG_RT(4, 3) BG_RT(4, 4)
+#undef BG_RT
+static const bg_rows_tile_fn rows_tiles[4][4] = {
+    {rows_tile_1x1, rows_tile_1x2, rows_tile_1x3, rows_tile_1x4},
+    {rows_tile_2x1, rows_tile_2x2, rows_tile_2x3, rows_tile_2x4},
+    {rows_tile_3x1, rows_tile_3x2, rows_tile_3x3, rows_tile_3x4},
+    {rows_tile_4x1, rows_tile_4x2, rows_tile_4x3, rows_tile_4x4},
+};
+
+BG_TARGET static int gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+                                    int64_t kpad, int64_t n, const bg_out *c)
+{
+    return bg_gemv_rows_16lanes(a, i0, i1, K, vt, kpad, n, c, rows_tiles, 16, 1);
+}
+
+/* ------------------------------------------------------------------------------------------------
  * Small products (kernel.h, bg_small_fn): B's pairs (rows of ldb slots) and R rows of A's pairs
  * on the stack, R x NV tiles of accumulators over all k, the GEMM path's order and bits.
  * ---------------------------------------------------------------------------------------------- */
@@ -333,7 +380,7 @@ BG_INLINE void small_tile(int64_t np, const float *af, const float *bw, int64_t 
             for (int v = 0; v < NV; v++) _mm512_store_ps(t + r * 64 + 16 * v, s[r][v]);
         bg_write_block_avx2(c, i0, 0, t, 64, rows, N);
     }
-    raise_nonfinite(mx);
+    bg_raise_nonfinite(mx);
 }
 
 /* rows per tile for NV vectors: 8 accumulators for one vector, else 6 rows (24 at most) */
@@ -406,9 +453,9 @@ const bg_kernel bg_kernel_avx512bf16 = {
     .write_block = bg_write_block_avx2,
     .pack_a = pack_a_bf16,
     .pack_b = pack_b_bf16,
-    .gemv_rows = bg_gemv_rows_avx512,
+    .gemv_rows = gemv_rows_bf16,
     .gemv_cols = bg_gemv_cols_avx2,
-    .pack_v_rows = bg_pack_v_rows_avx2,
+    .pack_v_rows = NULL, /* V is packed as bfloat16 by the driver (pack_vector) */
     .small = small_bf16,
     .small_maxn = 64,
     .fallback = &bg_kernel_avx512,

@@ -50,8 +50,12 @@ typedef int (*bg_pack_b_fn)(const bg_view *b, int64_t p0, int64_t kc, int64_t j0
  * 1, 3, ..., KU-1][j] (even k first). Each output is KU/2 lane sums (lane l takes the k with
  * (k mod KU) >> 1 == l, in increasing k, padding included), combined by folding the upper half of
  * the lanes onto the lower half until one is left (lanes l and l + KU/4 first; bg_hsum8 for 8 lanes).
+ * With BG_PACK_BF16_PAIR, V holds bfloat16 instead: block t of column j is the 32 bfloat16
+ * V[32 t .. 32 t + 31][j] in k order (16 pair slots, 64 bytes) at vt + (t*n + j)*16, and lane l adds
+ * the pair (32 t + 2l, 32 t + 2l + 1), odd k first (vdpbf16ps). Returns nonzero when a kernel with a
+ * fallback met an inf or NaN (the driver then computes the product with the fallback), else 0.
  */
-typedef void (*bg_gemv_rows_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+typedef int (*bg_gemv_rows_fn)(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                 int64_t kpad, int64_t n, const bg_out *c);
 /*
  * GEMV, M contiguous (a->rs == 2): for rows [i0, i1): y(i, j) = sum_k A[i, k] * V[k, j] in increasing k,
@@ -149,9 +153,12 @@ void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, cons
                        int64_t n, const bg_out *c);
 #endif
 #ifdef BG_HAVE_AVX512
-/* AVX-512 pieces the AVX512-BF16 kernel reuses: gemm_avx512.c. */
-void bg_gemv_rows_avx512(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt, int64_t kpad,
-                         int64_t n, const bg_out *c);
+/* AVX-512 pieces the AVX512-BF16 kernel reuses: gemm_avx512.c. A GEMV tile: R rows x C columns
+ * of 16-lane accumulators over nb 32-k blocks (see bg_gemv_rows_16lanes). */
+typedef void (*bg_rows_tile_fn)(const unsigned char *const *rows, const float *v, int64_t vstep, int64_t nb,
+                                float *acc, int64_t ldacc, int64_t pf, int *nonfinite);
+int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt, int64_t kpad,
+                         int64_t n, const bg_out *c, const bg_rows_tile_fn tiles[4][4], int vfl, int check);
 #endif
 
 #endif /* BF16_GEMM_KERNEL_H */

@@ -5,6 +5,7 @@
 #ifndef BF16_GEMM_SIMD_X86_H
 #define BF16_GEMM_SIMD_X86_H
 
+#include <fenv.h>
 #include <immintrin.h>
 
 #define BG_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
@@ -50,6 +51,41 @@ BG_AVX512_INLINE __m256i round16_bf16(__m512 x)
                                             _mm512_set1_epi32(0x7f800000));
     r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
     return _mm512_cvtepi32_epi16(r);
+}
+/* The lane sums of the cnt (<= 16) accumulators acc + 16 j: lane j of the result is
+ * the fold of kernel.h (upper half of the remaining lanes onto the lower half, 16 -> 8 -> 4 -> 2 -> 1)
+ * of acc + 16 j, for 16 accumulators at once (the others read as zero): the same pairs of lanes
+ * are added in the same order as one accumulator at a time
+ * (tests/test_gemm_kernel.py::test_gemv_sums_in_the_documented_lane_order). */
+BG_AVX512_INLINE __m512 hsum16_many(const float *acc, int cnt)
+{
+    __m512 v[16], w[8], x[4], y[2];
+    for (int j = 0; j < 16; j++) v[j] = j < cnt ? _mm512_load_ps(acc + 16 * j) : _mm512_setzero_ps();
+    for (int j = 0; j < 8; j++) /* 128-bit quarters: lanes 0-7 of acc 2j + lanes 8-15, same for 2j+1 */
+        w[j] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0x44),
+                             _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], 0xEE));
+    for (int j = 0; j < 4; j++) /* quarter q of x[j]: 4 lanes of acc 4j + q */
+        x[j] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0x88),
+                             _mm512_shuffle_f32x4(w[2 * j], w[2 * j + 1], 0xDD));
+    for (int j = 0; j < 2; j++) /* quarter q of y[j]: 2 lanes of acc 8j + q, then of 8j + 4 + q */
+        y[j] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0x44),
+                             _mm512_shuffle_ps(x[2 * j], x[2 * j + 1], 0xEE));
+    /* lane 4q + m: the sum of acc 4m + q; lane j takes it from 4 (j mod 4) + j / 4 */
+    __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(idx, z);
+}
+
+/* FE_OVERFLOW, and FE_INVALID too for a NaN, when one of the values whose |bits| maximum is mx
+ * (max_epu32 of x & 0x7fffffff) was not finite: for kernels whose instructions raise no flags
+ * (vdpbf16ps), on finite inputs (kernel.h, bg_kernel.fallback). */
+BG_AVX512_INLINE void bg_raise_nonfinite(__m512i mx)
+{
+    const __m512i inf = _mm512_set1_epi32(0x7f800000);
+    if (_mm512_cmpgt_epu32_mask(mx, inf))
+        feraiseexcept(FE_OVERFLOW | FE_INVALID);
+    else if (_mm512_cmpeq_epu32_mask(mx, inf))
+        feraiseexcept(FE_OVERFLOW);
 }
 #endif
 
