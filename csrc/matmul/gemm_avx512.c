@@ -354,24 +354,7 @@ BG_INLINE void small_tile(int64_t K, const float *af, const float *bw, int64_t l
             for (int v = 0; v < NV; v++) s[r][v] = _mm512_fmadd_ps(av, bv[v], s[r][v]);
         }
     }
-    __mmask16 last = (__mmask16)(0xffffu >> (16 * NV - N));
-    if (c->cs == (c->bf16 ? 2 : 4)) {
-        for (int r = 0; r < R && r < rows; r++) {
-            unsigned char *q = c->p + (i0 + r) * c->rs;
-            for (int v = 0; v < NV; v++) {
-                __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
-                if (c->bf16)
-                    _mm256_mask_storeu_epi16(q + 32 * v, m, round16_bf16(s[r][v]));
-                else
-                    _mm512_mask_storeu_ps(q + 64 * v, m, s[r][v]);
-            }
-        }
-    } else { /* strided C */
-        float t[8 * 64] __attribute__((aligned(64)));
-        for (int r = 0; r < R; r++)
-            for (int v = 0; v < NV; v++) _mm512_store_ps(t + r * 64 + 16 * v, s[r][v]);
-        bg_write_block_avx2(c, i0, 0, t, 64, rows, N);
-    }
+    bg_store_tile16(c, i0, rows, N, s, R, NV);
 }
 
 /* rows per tile for NV vectors: 8 accumulators for one vector, else 6 rows (24 at most) */

@@ -1,6 +1,6 @@
 /*
- * simd_x86.h - AVX2 (and AVX-512) helpers shared by the x86 kernels. Each helper
- * is always inlined into a caller compiled for AVX2 or a superset of it.
+ * simd_x86.h - AVX2 (and AVX-512) helpers shared by the x86 kernels. Each helper is always inlined
+ * into a caller compiled for its instruction set or a superset of it. Include after kernel.h.
  */
 #ifndef BF16_GEMM_SIMD_X86_H
 #define BF16_GEMM_SIMD_X86_H
@@ -74,6 +74,32 @@ BG_AVX512_INLINE __m512 hsum16_many(const float *acc, int cnt)
     __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
     const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     return _mm512_permutexvar_ps(idx, z);
+}
+
+/* Store rows [0, min(R, rows)) x columns [0, N) of a small kernel's tile s (R x NV vectors of 16
+ * lanes; N <= 16 NV) at row i0 of C, rounded to bfloat16 if C is bfloat16 (the block writer's
+ * rounding). */
+BG_AVX512_INLINE void bg_store_tile16(const bg_out *c, int64_t i0, int64_t rows, int64_t N, __m512 s[8][4], int R,
+                                      int NV)
+{
+    __mmask16 last = (__mmask16)(0xffffu >> (16 * NV - N));
+    if (c->cs == (c->bf16 ? 2 : 4)) {
+        for (int r = 0; r < R && r < rows; r++) {
+            unsigned char *q = c->p + (i0 + r) * c->rs;
+            for (int v = 0; v < NV; v++) {
+                __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
+                if (c->bf16)
+                    _mm256_mask_storeu_epi16(q + 32 * v, m, round16_bf16(s[r][v]));
+                else
+                    _mm512_mask_storeu_ps(q + 64 * v, m, s[r][v]);
+            }
+        }
+    } else { /* strided C */
+        float t[8 * 64] __attribute__((aligned(64)));
+        for (int r = 0; r < R; r++)
+            for (int v = 0; v < NV; v++) _mm512_store_ps(t + r * 64 + 16 * v, s[r][v]);
+        bg_write_block_avx2(c, i0, 0, t, 64, rows, N);
+    }
 }
 
 /* FE_OVERFLOW, and FE_INVALID too for a NaN, when one of the values whose |bits| maximum is mx
