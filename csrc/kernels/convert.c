@@ -378,6 +378,86 @@ KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
 }
 #endif
 
+#if defined(BF16K_AVX512BF16)
+/*
+ * float32 -> bfloat16 with AVX512_BF16's vcvtne2ps2bf16. The instruction rounds to nearest
+ * even, makes a NaN quiet with its sign and top payload bits (the bits of bf16_round_bits_rne)
+ * and ignores MXCSR, but reads float32 subnormals as zero. Those lanes (exponent field 0) get
+ * the exponent field 1 first - bits + 2^23: the rounding acts on the same low 16 bits with the
+ * same parity, and cannot carry past exponent 2 - and 0x0080 taken off their results.
+ * Overflow lanes are the finite |bits| in [0x7f7f8000, 0x7f7fffff]: (bits & 0x7fff8000) is
+ * 0x7f7f8000; *ovf keeps the lane-wise minimum of (bits & 0x7fff8000) ^ 0x7f7f8000, zero once
+ * a lane overflowed. tests/test_kernels_convert.py checks this tier bit for bit against the
+ * integer reference (bfloat16 neighbourhoods, ties, every subnormal high half, NaN payloads).
+ */
+KTARGET_AVX512BF16 static inline __m512i subnormal_fix_avx512bf16(__m512i u, __mmask16 *z,
+                                                                 __m512i *ovf)
+{
+    *z = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)); /* exponent field 0 */
+    *ovf = _mm512_min_epu32(*ovf, _mm512_ternarylogic_epi32(u, _mm512_set1_epi32(0x7fff8000),
+                                                            _mm512_set1_epi32(0x7f7f8000), 0x6a));
+    return _mm512_mask_or_epi32(u, *z, u, _mm512_set1_epi32(0x00800000));
+}
+
+/* 32 lanes (a: elements 0-15, b: 16-31) -> 32 bfloat16 */
+KTARGET_AVX512BF16 static inline __m512i cvt32_avx512bf16(__m512i a, __m512i b, __m512i *ovf)
+{
+    __mmask16 za, zb;
+    a = subnormal_fix_avx512bf16(a, &za, ovf);
+    b = subnormal_fix_avx512bf16(b, &zb, ovf);
+    /* the second operand fills the low half */
+    __m512i h = (__m512i)_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(b), _mm512_castsi512_ps(a));
+    return _mm512_mask_sub_epi16(h, _mm512_kunpackw(zb, za), h, _mm512_set1_epi16(0x0080));
+}
+
+/* 16 lanes -> 16 bfloat16 (for heads and tails) */
+KTARGET_AVX512BF16 static inline __m256i cvt16_avx512bf16(__m512i u, __m512i *ovf)
+{
+    __mmask16 z;
+    u = subnormal_fix_avx512bf16(u, &z, ovf);
+    __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_castsi512_ps(u));
+    return _mm256_mask_sub_epi16(h, z, h, _mm256_set1_epi16(0x0080));
+}
+
+KTARGET_AVX512BF16 int bf16k_from_f32_avx512bf16(const char *s, char *d, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    __m512i ovf = _mm512_set1_epi32(-1);
+    int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
+    if (stream) {
+        /* masked head up to a 64-byte aligned destination (at most 31 elements) */
+        ptrdiff_t head = (ptrdiff_t)(((64u - ((uintptr_t)d & 63u)) & 63u) / 2u);
+        for (; i < head; i += 16) {
+            ptrdiff_t m = head - i < 16 ? head - i : 16;
+            __mmask16 k = (__mmask16)((1u << m) - 1u);
+            _mm256_mask_storeu_epi16(d + 2 * i, k,
+                                     cvt16_avx512bf16(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf));
+        }
+        i = head;
+        for (; i + 32 <= n; i += 32) {
+            PREFETCH(s + 4 * i);
+            PREFETCH(s + 4 * i + 64);
+            _mm512_stream_si512((void *)(d + 2 * i),
+                                cvt32_avx512bf16(_mm512_loadu_si512(s + 4 * i),
+                                                 _mm512_loadu_si512(s + 4 * i + 64), &ovf));
+        }
+        _mm_sfence();
+    }
+    for (; i + 32 <= n; i += 32) {
+        _mm512_storeu_si512(d + 2 * i, cvt32_avx512bf16(_mm512_loadu_si512(s + 4 * i),
+                                                        _mm512_loadu_si512(s + 4 * i + 64), &ovf));
+    }
+    for (; i < n; i += 16) {
+        ptrdiff_t m = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)((1u << m) - 1u);
+        _mm256_mask_storeu_epi16(d + 2 * i, k,
+                                 cvt16_avx512bf16(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf));
+    }
+    /* a lane is zero iff some input overflowed (masked-out lanes load as zero: no overflow) */
+    return _mm512_testn_epi32_mask(ovf, ovf) != 0;
+}
+#endif
+
 /* ------------------------------------------------------------------------------------------ */
 /* public entry points                                                                        */
 
