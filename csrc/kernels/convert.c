@@ -2,7 +2,8 @@
  * kernels/convert.c - bulk conversions between bfloat16 and float32/float64 (see kernels.h).
  *
  * The portable loops are the scalar bf16.h functions applied per element; the AVX2 and AVX-512
- * versions are lane-wise transcriptions of the same formulas (tests/test_kernels_convert.py
+ * versions are lane-wise transcriptions of the same formulas, and the AVX512_BF16 float32 ->
+ * bfloat16 loop uses the instruction that rounds the same way (tests/test_kernels_convert.py
  * compares every tier with an independent reference). Large outputs use non-temporal stores:
  * the output is not re-read soon, and streaming saves the read-for-ownership traffic.
  */
@@ -381,14 +382,18 @@ KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
 #if defined(BF16K_AVX512BF16)
 /*
  * float32 -> bfloat16 with AVX512_BF16's vcvtne2ps2bf16. The instruction rounds to nearest
- * even, makes a NaN quiet with its sign and top payload bits (the bits of bf16_round_bits_rne)
- * and ignores MXCSR, but reads float32 subnormals as zero. Those lanes (exponent field 0) get
- * the exponent field 1 first - bits + 2^23: the rounding acts on the same low 16 bits with the
- * same parity, and cannot carry past exponent 2 - and 0x0080 taken off their results.
- * Overflow lanes are the finite |bits| in [0x7f7f8000, 0x7f7fffff]: (bits & 0x7fff8000) is
- * 0x7f7f8000; *ovf keeps the lane-wise minimum of (bits & 0x7fff8000) ^ 0x7f7f8000, zero once
- * a lane overflowed. tests/test_kernels_convert.py checks this tier bit for bit against the
- * integer reference (bfloat16 neighbourhoods, ties, every subnormal high half, NaN payloads).
+ * even and makes a NaN quiet with its sign and top payload bits (the bits of
+ * bf16_round_bits_rne); by its definition it neither reads MXCSR nor raises a flag. But it
+ * reads float32 subnormals as zero: those lanes (exponent field 0, zeros included) get the
+ * exponent field 1 first (bits + 2^23, so the rounding acts on the same low 16 bits with the
+ * same parity and carries at most into exponent 2) and 0x0080 taken off their results.
+ * Overflow lanes are the finite |bits| in [0x7f7f8000, 0x7f7fffff], those with
+ * (bits & 0x7fff8000) == 0x7f7f8000: *ovf keeps the lane-wise minimum of
+ * (bits & 0x7fff8000) ^ 0x7f7f8000, zero once a lane overflowed.
+ * tests/test_kernels_convert.py checks this tier bit for bit against the integer reference
+ * (test_narrow_float32_matches_integer_reference: float32 around every bfloat16 pattern, random
+ * subnormals) and the flag (test_narrow_float32_overflow_flag: both ends of the range, the
+ * streaming loop, near misses).
  */
 KTARGET_AVX512BF16 static inline __m512i subnormal_fix_avx512bf16(__m512i u, __mmask16 *z,
                                                                  __m512i *ovf)
