@@ -395,39 +395,54 @@ KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
  * subnormals) and the flag (test_narrow_float32_overflow_flag: both ends of the range, the
  * streaming loop, near misses).
  */
-KTARGET_AVX512BF16 static inline __m512i subnormal_fix_avx512bf16(__m512i u, __mmask16 *z,
-                                                                 __m512i *ovf)
+KTARGET_AVX512BF16 static inline __m512i ovf_key_avx512bf16(__m512i u)
 {
-    *z = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)); /* exponent field 0 */
-    *ovf = _mm512_min_epu32(*ovf, _mm512_ternarylogic_epi32(u, _mm512_set1_epi32(0x7fff8000),
-                                                            _mm512_set1_epi32(0x7f7f8000), 0x6a));
+    return _mm512_ternarylogic_epi32(u, _mm512_set1_epi32(0x7fff8000),
+                                     _mm512_set1_epi32(0x7f7f8000), 0x6a); /* (u & b) ^ c */
+}
+
+KTARGET_AVX512BF16 static inline __m512i ovf_min2_avx512bf16(__m512i acc, __m512i a, __m512i b)
+{
+    return _mm512_min_epu32(acc, _mm512_min_epu32(ovf_key_avx512bf16(a), ovf_key_avx512bf16(b)));
+}
+
+/* the exponent field 1 for lanes whose field is 0 (*z: those lanes) */
+KTARGET_AVX512BF16 static inline __m512i subnormal_fix_avx512bf16(__m512i u, __mmask16 *z)
+{
+    *z = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
     return _mm512_mask_or_epi32(u, *z, u, _mm512_set1_epi32(0x00800000));
 }
 
-/* 32 lanes (a: elements 0-15, b: 16-31) -> 32 bfloat16 */
-KTARGET_AVX512BF16 static inline __m512i cvt32_avx512bf16(__m512i a, __m512i b, __m512i *ovf)
+/* 32 lanes (a: elements 0-15, b: 16-31) -> 32 bfloat16; the caller accumulates the overflow */
+KTARGET_AVX512BF16 static inline __m512i cvt32_avx512bf16(__m512i a, __m512i b)
 {
     __mmask16 za, zb;
-    a = subnormal_fix_avx512bf16(a, &za, ovf);
-    b = subnormal_fix_avx512bf16(b, &zb, ovf);
+    a = subnormal_fix_avx512bf16(a, &za);
+    b = subnormal_fix_avx512bf16(b, &zb);
     /* the second operand fills the low half */
     __m512i h = (__m512i)_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(b), _mm512_castsi512_ps(a));
     return _mm512_mask_sub_epi16(h, _mm512_kunpackw(zb, za), h, _mm512_set1_epi16(0x0080));
 }
 
-/* 16 lanes -> 16 bfloat16 (for heads and tails) */
+/* 16 lanes -> 16 bfloat16, overflow accumulated in *ovf (for heads and tails) */
 KTARGET_AVX512BF16 static inline __m256i cvt16_avx512bf16(__m512i u, __m512i *ovf)
 {
     __mmask16 z;
-    u = subnormal_fix_avx512bf16(u, &z, ovf);
+    *ovf = _mm512_min_epu32(*ovf, ovf_key_avx512bf16(u));
+    u = subnormal_fix_avx512bf16(u, &z);
     __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_castsi512_ps(u));
     return _mm256_mask_sub_epi16(h, z, h, _mm256_set1_epi16(0x0080));
 }
 
+/*
+ * 64 elements a step, with two overflow accumulators: 32 a step with one, the chain of minimums
+ * held the loop back (the kernel alone on 10^5 elements in cache, AMD EPYC Zen 5: 3.3 us against
+ * 2.85 us).
+ */
 KTARGET_AVX512BF16 int bf16k_from_f32_avx512bf16(const char *s, char *d, ptrdiff_t n)
 {
     ptrdiff_t i = 0;
-    __m512i ovf = _mm512_set1_epi32(-1);
+    __m512i ovf = _mm512_set1_epi32(-1), ovf2 = ovf;
     int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
     if (stream) {
         /* masked head up to a 64-byte aligned destination (at most 31 elements) */
@@ -435,22 +450,38 @@ KTARGET_AVX512BF16 int bf16k_from_f32_avx512bf16(const char *s, char *d, ptrdiff
         for (; i < head; i += 16) {
             ptrdiff_t m = head - i < 16 ? head - i : 16;
             __mmask16 k = (__mmask16)((1u << m) - 1u);
-            _mm256_mask_storeu_epi16(d + 2 * i, k,
-                                     cvt16_avx512bf16(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf));
+            __m512i u = _mm512_maskz_loadu_epi32(k, s + 4 * i);
+            _mm256_mask_storeu_epi16(d + 2 * i, k, cvt16_avx512bf16(u, &ovf));
         }
         i = head;
-        for (; i + 32 <= n; i += 32) {
+        for (; i + 64 <= n; i += 64) {
             PREFETCH(s + 4 * i);
             PREFETCH(s + 4 * i + 64);
-            _mm512_stream_si512((void *)(d + 2 * i),
-                                cvt32_avx512bf16(_mm512_loadu_si512(s + 4 * i),
-                                                 _mm512_loadu_si512(s + 4 * i + 64), &ovf));
+            PREFETCH(s + 4 * i + 128);
+            PREFETCH(s + 4 * i + 192);
+            __m512i a = _mm512_loadu_si512(s + 4 * i), b = _mm512_loadu_si512(s + 4 * i + 64);
+            __m512i c = _mm512_loadu_si512(s + 4 * i + 128);
+            __m512i e = _mm512_loadu_si512(s + 4 * i + 192);
+            ovf = ovf_min2_avx512bf16(ovf, a, b);
+            ovf2 = ovf_min2_avx512bf16(ovf2, c, e);
+            _mm512_stream_si512((void *)(d + 2 * i), cvt32_avx512bf16(a, b));
+            _mm512_stream_si512((void *)(d + 2 * i + 64), cvt32_avx512bf16(c, e));
         }
         _mm_sfence();
     }
-    for (; i + 32 <= n; i += 32) {
-        _mm512_storeu_si512(d + 2 * i, cvt32_avx512bf16(_mm512_loadu_si512(s + 4 * i),
-                                                        _mm512_loadu_si512(s + 4 * i + 64), &ovf));
+    for (; i + 64 <= n; i += 64) {
+        __m512i a = _mm512_loadu_si512(s + 4 * i), b = _mm512_loadu_si512(s + 4 * i + 64);
+        __m512i c = _mm512_loadu_si512(s + 4 * i + 128), e = _mm512_loadu_si512(s + 4 * i + 192);
+        ovf = ovf_min2_avx512bf16(ovf, a, b);
+        ovf2 = ovf_min2_avx512bf16(ovf2, c, e);
+        _mm512_storeu_si512(d + 2 * i, cvt32_avx512bf16(a, b));
+        _mm512_storeu_si512(d + 2 * i + 64, cvt32_avx512bf16(c, e));
+    }
+    if (i + 32 <= n) {
+        __m512i a = _mm512_loadu_si512(s + 4 * i), b = _mm512_loadu_si512(s + 4 * i + 64);
+        ovf = ovf_min2_avx512bf16(ovf, a, b);
+        _mm512_storeu_si512(d + 2 * i, cvt32_avx512bf16(a, b));
+        i += 32;
     }
     for (; i < n; i += 16) {
         ptrdiff_t m = n - i < 16 ? n - i : 16;
@@ -458,6 +489,7 @@ KTARGET_AVX512BF16 int bf16k_from_f32_avx512bf16(const char *s, char *d, ptrdiff
         _mm256_mask_storeu_epi16(d + 2 * i, k,
                                  cvt16_avx512bf16(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf));
     }
+    ovf = _mm512_min_epu32(ovf, ovf2);
     /* a lane is zero iff some input overflowed (masked-out lanes load as zero: no overflow) */
     return _mm512_testn_epi32_mask(ovf, ovf) != 0;
 }
