@@ -54,6 +54,29 @@ def f64_inputs() -> np.ndarray:
     return np.concatenate([special, sign | exp | man, special]).view(np.float64)
 
 
+def f32_neighbourhoods() -> np.ndarray:
+    """Float32 around every bfloat16 pattern h: h itself, one float32 ulp above, just below,
+    at and just past the rounding midpoint, the last pattern before h + 1, and random low bits.
+    That takes in every tie (both parities), every subnormal high half (the avx512bf16 tier's
+    instruction reads float32 subnormals as zero: its fix-up), every NaN payload's high half
+    and the overflow boundary. Interleaved, so that a vector holds a mix of them."""
+    high = np.arange(65536, dtype=np.uint32) << np.uint32(16)
+    lows = [0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF]
+    cols = [high | np.uint32(lo) for lo in lows]
+    cols.append(high | RNG.integers(0, 1 << 16, 65536, dtype=np.uint32))
+    return np.stack(cols, axis=1).reshape(-1).view(np.float32)  # 458 752 values
+
+
+def f32_subnormals() -> np.ndarray:
+    """Random float32 subnormals of both signs, with zeros, specials and normals mixed in."""
+    n = 1 << 20
+    sign = RNG.integers(0, 2, n, dtype=np.uint32) << np.uint32(31)
+    bits = RNG.integers(0, 1 << 23, n, dtype=np.uint32) | sign
+    every7 = np.arange(n) % 7 == 3
+    bits[every7] = RNG.integers(0, 1 << 32, int(every7.sum()), dtype=np.uint64).astype(np.uint32)
+    return bits.view(np.float32)
+
+
 def inputs() -> dict[str, np.ndarray]:
     d = {
         "bf16:all": ALL_BITS,
@@ -61,14 +84,31 @@ def inputs() -> dict[str, np.ndarray]:
         "f32:edge": F32_EDGE,
         "f32:random": RNG.integers(0, 1 << 32, 10**7, dtype=np.uint64).astype(np.uint32).view(np.float32),
         "f32:noflag": np.concatenate([np.ones(50, np.float32), f32([0x7F7F7FFF, 0xFF7F7FFF, 0x7F800000, 0xFF800000, 0x7FC00000]), np.ones(50, np.float32)]),
+        "f32:neighbourhoods": f32_neighbourhoods(),
+        "f32:subnormal": f32_subnormals(),
+        # one bit away from the overflow range [0x7F7F8000, 0x7F7FFFFF] in each field, and NaNs
+        # with its low bits: none overflows
+        "f32:noflag_near": np.concatenate([np.ones(40, np.float32), f32([
+            0x7E7F8000, 0x7F7E8000, 0x7F5F8000, 0xFE7FFFFF, 0x7FFF8000, 0xFFFFFFFF, 0x7F807FFF,
+            0x3F7F8000, 0x007F8000, 0x807FFFFF]), np.ones(40, np.float32)]),
+        # 2.1 M elements (streaming stores): no overflow among infs, NaNs and the largest finite
+        "f32:big_noflag": np.resize(f32([
+            0x3F800000, 0x7F7F7FFF, 0xFF800000, 0x7F800000, 0x7FC00000, 0xFF80FFFF, 0x40000000,
+            0xFF7F7FFF, 0x00000001]), 2_100_000),
         "f64:random": f64_inputs(),
         "f64:noflag": np.concatenate([np.linspace(-1e38, 1e38, 101), [np.inf, -np.inf, np.nan, 2.0**-130, -(2.0**-133), 2.0**-126]]),
         "f64:tiny_exact_f32": np.concatenate([np.ones(20), [2.0**-127 + 2.0**-140], np.ones(20)]),
     }
-    for pos in (0, 37, 99):
+    big = np.ones(2_100_000, np.float32)
+    big[1_000_003] = f32([0x7F7FC000])[0]  # in the streaming loop
+    d["f32:big_ovf"] = big
+    for pos in (0, 37, 70, 99):
         a = np.ones(100, np.float32)
         a[pos] = f32([0x7F7F8000])[0]  # the first float32 that rounds to inf
         d[f"f32:ovf{pos}"] = a
+        a = np.ones(100, np.float32)
+        a[pos] = f32([0xFF7FFFFF])[0]  # the last one (negative)
+        d[f"f32:ovf_last{pos}"] = a
         b = np.ones(100)
         b[pos] = -1e39
         d[f"f64:ovf{pos}"] = b
@@ -107,7 +147,7 @@ def reference(key: str) -> np.ndarray:
     return f64_reference(x) if key.startswith("f64") else reference_round(x)
 
 
-@pytest.mark.parametrize("key", ["f32:edge", "f32:random"])
+@pytest.mark.parametrize("key", ["f32:edge", "f32:random", "f32:neighbourhoods", "f32:subnormal"])
 def test_narrow_float32_matches_integer_reference(out, key):
     ref = reference(key)
     same_bits(out[key], ref)
@@ -117,10 +157,17 @@ def test_narrow_float32_matches_integer_reference(out, key):
 
 
 def test_narrow_float32_overflow_flag(out):
-    for pos in (0, 37, 99):
+    for pos in (0, 37, 70, 99):
         assert out[f"f32:ovf{pos}"][pos] == 0x7F80
         assert out[f"f32:ovf{pos}:flags"][0], f"overflow at {pos} not reported"
+        assert out[f"f32:ovf_last{pos}"][pos] == 0xFF80
+        assert out[f"f32:ovf_last{pos}:flags"][0], f"overflow at {pos} not reported"
+    assert out["f32:big_ovf"][1_000_003] == 0x7F80
+    assert out["f32:big_ovf:flags"][0]
     assert not out["f32:noflag:flags"].any()
+    assert not out["f32:noflag_near:flags"].any()
+    assert not out["f32:big_noflag:flags"].any()
+    same_bits(out["f32:big_noflag"], reference_round(INPUTS["f32:big_noflag"]))
     assert not out["f32:edge:flags"][2]  # NaN inputs are no 'invalid' operation
 
 
@@ -141,7 +188,7 @@ def test_narrow_float64_matches_exact_rounding(out):
 
 
 def test_narrow_float64_flags(out):
-    for pos in (0, 37, 99):
+    for pos in (0, 37, 70, 99):
         assert out[f"f64:ovf{pos}"][pos] == 0xFF80
         overflow, underflow, _ = out[f"f64:ovf{pos}:flags"]
         assert overflow and not underflow

@@ -2,7 +2,8 @@
  * kernels/convert.c - bulk conversions between bfloat16 and float32/float64 (see kernels.h).
  *
  * The portable loops are the scalar bf16.h functions applied per element; the AVX2 and AVX-512
- * versions are lane-wise transcriptions of the same formulas (tests/test_kernels_convert.py
+ * versions are lane-wise transcriptions of the same formulas, and the AVX512_BF16 float32 ->
+ * bfloat16 loop uses the instruction that rounds the same way (tests/test_kernels_convert.py
  * compares every tier with an independent reference). Large outputs use non-temporal stores:
  * the output is not re-read soon, and streaming saves the read-for-ownership traffic.
  */
@@ -375,6 +376,122 @@ KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
     if (i < n) f64_tail_avx512(s + 8 * i, d + 2 * i, n - i, &ovf, &unf);
     return (_mm512_movepi32_mask(ovf) ? BF16K_OVERFLOW : 0) |
            (_mm512_movepi32_mask(unf) ? BF16K_UNDERFLOW : 0);
+}
+#endif
+
+#if defined(BF16K_AVX512BF16)
+/*
+ * float32 -> bfloat16 with AVX512_BF16's vcvtne2ps2bf16. The instruction rounds to nearest
+ * even and makes a NaN quiet with its sign and top payload bits (the bits of
+ * bf16_round_bits_rne); by its definition it neither reads MXCSR nor raises a flag. But it
+ * reads float32 subnormals as zero: those lanes (exponent field 0, zeros included) get the
+ * exponent field 1 first (bits + 2^23, so the rounding acts on the same low 16 bits with the
+ * same parity and carries at most into exponent 2) and 0x0080 taken off their results.
+ * Overflow lanes are the finite |bits| in [0x7f7f8000, 0x7f7fffff], those with
+ * (bits & 0x7fff8000) == 0x7f7f8000: *ovf keeps the lane-wise minimum of
+ * (bits & 0x7fff8000) ^ 0x7f7f8000, zero once a lane overflowed.
+ * tests/test_kernels_convert.py checks this tier bit for bit against the integer reference
+ * (test_narrow_float32_matches_integer_reference: float32 around every bfloat16 pattern, random
+ * subnormals) and the flag (test_narrow_float32_overflow_flag: both ends of the range, the
+ * streaming loop, near misses).
+ */
+KTARGET_AVX512BF16 static inline __m512i ovf_key_avx512bf16(__m512i u)
+{
+    return _mm512_ternarylogic_epi32(u, _mm512_set1_epi32(0x7fff8000),
+                                     _mm512_set1_epi32(0x7f7f8000), 0x6a); /* (u & b) ^ c */
+}
+
+KTARGET_AVX512BF16 static inline __m512i ovf_min2_avx512bf16(__m512i acc, __m512i a, __m512i b)
+{
+    return _mm512_min_epu32(acc, _mm512_min_epu32(ovf_key_avx512bf16(a), ovf_key_avx512bf16(b)));
+}
+
+/* the exponent field 1 for lanes whose field is 0 (*z: those lanes) */
+KTARGET_AVX512BF16 static inline __m512i subnormal_fix_avx512bf16(__m512i u, __mmask16 *z)
+{
+    *z = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(u, *z, u, _mm512_set1_epi32(0x00800000));
+}
+
+/* 32 lanes (a: elements 0-15, b: 16-31) -> 32 bfloat16; the caller accumulates the overflow */
+KTARGET_AVX512BF16 static inline __m512i cvt32_avx512bf16(__m512i a, __m512i b)
+{
+    __mmask16 za, zb;
+    a = subnormal_fix_avx512bf16(a, &za);
+    b = subnormal_fix_avx512bf16(b, &zb);
+    /* the second operand fills the low half */
+    __m512i h = (__m512i)_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(b), _mm512_castsi512_ps(a));
+    return _mm512_mask_sub_epi16(h, _mm512_kunpackw(zb, za), h, _mm512_set1_epi16(0x0080));
+}
+
+/* 16 lanes -> 16 bfloat16, overflow accumulated in *ovf (for heads and tails) */
+KTARGET_AVX512BF16 static inline __m256i cvt16_avx512bf16(__m512i u, __m512i *ovf)
+{
+    __mmask16 z;
+    *ovf = _mm512_min_epu32(*ovf, ovf_key_avx512bf16(u));
+    u = subnormal_fix_avx512bf16(u, &z);
+    __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_castsi512_ps(u));
+    return _mm256_mask_sub_epi16(h, z, h, _mm256_set1_epi16(0x0080));
+}
+
+/*
+ * 64 elements a step, with two overflow accumulators: 32 a step with one, the chain of minimums
+ * held the loop back (the kernel alone on 10^5 elements in cache, AMD EPYC Zen 5: 3.3 us against
+ * 2.85 us).
+ */
+KTARGET_AVX512BF16 int bf16k_from_f32_avx512bf16(const char *s, char *d, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    __m512i ovf = _mm512_set1_epi32(-1), ovf2 = ovf;
+    int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
+    if (stream) {
+        /* masked head up to a 64-byte aligned destination (at most 31 elements) */
+        ptrdiff_t head = (ptrdiff_t)(((64u - ((uintptr_t)d & 63u)) & 63u) / 2u);
+        for (; i < head; i += 16) {
+            ptrdiff_t m = head - i < 16 ? head - i : 16;
+            __mmask16 k = (__mmask16)((1u << m) - 1u);
+            __m512i u = _mm512_maskz_loadu_epi32(k, s + 4 * i);
+            _mm256_mask_storeu_epi16(d + 2 * i, k, cvt16_avx512bf16(u, &ovf));
+        }
+        i = head;
+        for (; i + 64 <= n; i += 64) {
+            PREFETCH(s + 4 * i);
+            PREFETCH(s + 4 * i + 64);
+            PREFETCH(s + 4 * i + 128);
+            PREFETCH(s + 4 * i + 192);
+            __m512i a = _mm512_loadu_si512(s + 4 * i), b = _mm512_loadu_si512(s + 4 * i + 64);
+            __m512i c = _mm512_loadu_si512(s + 4 * i + 128);
+            __m512i e = _mm512_loadu_si512(s + 4 * i + 192);
+            ovf = ovf_min2_avx512bf16(ovf, a, b);
+            ovf2 = ovf_min2_avx512bf16(ovf2, c, e);
+            _mm512_stream_si512((void *)(d + 2 * i), cvt32_avx512bf16(a, b));
+            _mm512_stream_si512((void *)(d + 2 * i + 64), cvt32_avx512bf16(c, e));
+        }
+        _mm_sfence();
+    }
+    for (; i + 64 <= n; i += 64) {
+        __m512i a = _mm512_loadu_si512(s + 4 * i), b = _mm512_loadu_si512(s + 4 * i + 64);
+        __m512i c = _mm512_loadu_si512(s + 4 * i + 128), e = _mm512_loadu_si512(s + 4 * i + 192);
+        ovf = ovf_min2_avx512bf16(ovf, a, b);
+        ovf2 = ovf_min2_avx512bf16(ovf2, c, e);
+        _mm512_storeu_si512(d + 2 * i, cvt32_avx512bf16(a, b));
+        _mm512_storeu_si512(d + 2 * i + 64, cvt32_avx512bf16(c, e));
+    }
+    if (i + 32 <= n) {
+        __m512i a = _mm512_loadu_si512(s + 4 * i), b = _mm512_loadu_si512(s + 4 * i + 64);
+        ovf = ovf_min2_avx512bf16(ovf, a, b);
+        _mm512_storeu_si512(d + 2 * i, cvt32_avx512bf16(a, b));
+        i += 32;
+    }
+    for (; i < n; i += 16) {
+        ptrdiff_t m = n - i < 16 ? n - i : 16;
+        __mmask16 k = (__mmask16)((1u << m) - 1u);
+        _mm256_mask_storeu_epi16(d + 2 * i, k,
+                                 cvt16_avx512bf16(_mm512_maskz_loadu_epi32(k, s + 4 * i), &ovf));
+    }
+    ovf = _mm512_min_epu32(ovf, ovf2);
+    /* a lane is zero iff some input overflowed (masked-out lanes load as zero: no overflow) */
+    return _mm512_testn_epi32_mask(ovf, ovf) != 0;
 }
 #endif
 

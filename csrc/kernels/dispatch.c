@@ -29,6 +29,17 @@ static const bf16k_table table_avx512 = {
 };
 #endif
 
+#if defined(BF16K_AVX512BF16)
+/* the avx512 table with the float32 -> bfloat16 conversion of AVX512_BF16; the other kernels of
+ * this tier are the avx512 ones */
+static const bf16k_table table_avx512bf16 = {
+    "avx512bf16",
+    bf16k_from_f32_avx512bf16, bf16k_to_f32_avx512, bf16k_from_f64_avx512,
+    bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
+    bf16k_argmax_avx512, bf16k_argmin_avx512,
+};
+#endif
+
 static const bf16k_table *g_table = &table_baseline;
 
 const bf16k_table *bf16k_table_get(void)
@@ -44,8 +55,11 @@ void bf16_kernels_init(void)
 {
     const bf16k_table *t = &table_baseline;
 #if defined(BF16K_X86)
-    /* the avx512bf16 tier has no kernels of its own here: it runs the avx512 ones */
     bf16_tier tier = bf16_cpu_tier();
+#if defined(BF16K_AVX512BF16)
+    if (tier >= BF16_TIER_AVX512BF16) t = &table_avx512bf16;
+    else
+#endif
     if (tier >= BF16_TIER_AVX512) t = &table_avx512;
     else if (tier >= BF16_TIER_AVX2) t = &table_avx2;
 #endif

@@ -18,6 +18,13 @@
 #define BF16K_X86 1
 #define KTARGET_AVX2 __attribute__((target("avx2,fma")))
 #define KTARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")))
+/* AVX512_BF16 intrinsics need GCC 10 or clang 9; older compilers build without that tier's
+ * kernels (the tier then runs the avx512 table). */
+#if (defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && __GNUC__ >= 10)
+#define BF16K_AVX512BF16 1
+#define KTARGET_AVX512BF16 \
+    __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#endif
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -84,6 +91,10 @@ float bf16k_prod32_avx512(const char *s, ptrdiff_t n);
 int64_t bf16k_cnz_avx512(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmax_avx512(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmin_avx512(const char *s, ptrdiff_t n);
+#endif
+
+#if defined(BF16K_AVX512BF16)
+int bf16k_from_f32_avx512bf16(const char *s, char *d, ptrdiff_t n);
 #endif
 
 #define BF16K_OVERFLOW 1
