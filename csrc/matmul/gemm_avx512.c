@@ -194,14 +194,18 @@ BG_TARGET static int pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, int
 /* Measured on the Ice Lake Xeon (W @ V, 16 columns, CPU time of one thread, noisy shared machine):
  * 4-wide tiles beat 8-wide ones by ~10 %, a 16-row panel matches a 32-row one, a 32 KiB V block
  * beats 16 KiB by ~10 % and 8 KiB by ~30 %; separate even/odd accumulators were ~35 % slower. */
+#ifndef BG_ROWS_VBYTES
 #define BG_ROWS_VBYTES (32 * 1024)    /* V block per k chunk (the L1 is 48 KiB) */
+#endif
 #define BG_ROWS_L2VBYTES (128 * 1024) /* no k chunks when all of V is at most this (in L2) */
 #define BG_ROWS_MAXC 4                /* columns per tile: 16 columns run as four 4 x 4 tiles */
 #define BG_ROWS_RC 16                 /* accumulators per tile */
 #ifndef BG_ROWS_PF_TILES
 #define BG_ROWS_PF_TILES 1
 #endif
+#ifndef BG_ROWS_PANEL
 #define BG_ROWS_PANEL 16              /* rows sharing one V block (accumulators: 16 KiB at n = 16) */
+#endif
 
 BG_INLINE void rows_tile(const unsigned char *const *rows, int R, const float *v, int64_t vstep, int C,
                          int64_t nb, float *acc, int64_t ldacc, int64_t pf)
