@@ -160,8 +160,10 @@ const bg_kernel bg_kernel_portable = {
 
 /* Every kernel, highest tier first. Adding a kernel: its file and one row here. */
 static const bg_kernel *const kernel_table[] = {
-#ifdef BG_HAVE_AVX512
+#ifdef BG_HAVE_AVX512BF16
     &bg_kernel_avx512bf16,
+#endif
+#ifdef BG_HAVE_AVX512
     &bg_kernel_avx512,
 #endif
 #ifdef BG_HAVE_X86

@@ -21,7 +21,7 @@
  */
 #include "kernel.h"
 
-#ifdef BG_HAVE_AVX512
+#ifdef BG_HAVE_AVX512BF16
 #include <fenv.h>
 
 #include "simd_x86.h"
@@ -444,4 +444,4 @@ const bg_kernel bg_kernel_avx512bf16 = {
     .fallback = &bg_kernel_avx512,
 };
 
-#endif /* BG_HAVE_AVX512 */
+#endif /* BG_HAVE_AVX512BF16 */

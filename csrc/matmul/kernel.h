@@ -127,7 +127,12 @@ extern const bg_kernel bg_kernel_avx2;
 #if defined(__x86_64__)
 #define BG_HAVE_AVX512 1
 extern const bg_kernel bg_kernel_avx512;
+/* AVX512_BF16 intrinsics need GCC 10 or clang 9; older compilers build without that kernel (the
+ * avx512bf16 tier then runs the avx512 one) */
+#if (defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10)
+#define BG_HAVE_AVX512BF16 1
 extern const bg_kernel bg_kernel_avx512bf16;
+#endif
 #endif
 
 /* Portable pieces (gemm.c), parametrised by the register block; SIMD kernels fall back to them for
