@@ -102,7 +102,10 @@ BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, f
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;
     __m512 c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00;
     __m512 c100 = c00, c101 = c00, c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
-    for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+    for (int i = 0; i < BG_MR; i++) { /* both 64-byte lines of each row of the C block */
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+    }
     const int64_t np = (kc + 1) / 2;
     for (int64_t k = 0; k < np; k++) {
         __m512bh b0 = (__m512bh)_mm512_load_si512((const void *)b);
