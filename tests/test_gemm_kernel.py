@@ -68,10 +68,10 @@ def test_kernel_name_names_the_tier():
     assert bd._ext._gemm_kernel.split(":")[0] == expected, bd._ext._gemm_kernel
 
 
-# (M, K, N): register-block edges of every kernel (6x16, 14x32), K across KC (256) and not a
+# (M, K, N): register-block edges of every kernel (6x16, 14x32), K across KC (256, 512) and not a
 # multiple of 8, the float32 tile (K > KC with bfloat16 output)
 GEMM_SHAPES = [(1, 1, 1), (13, 7, 31), (14, 9, 32), (15, 33, 33), (29, 300, 65), (70, 257, 97),
-               (45, 600, 130)]
+               (45, 600, 130), (20, 1025, 40)]
 LAYOUTS = ["cc", "tc", "ct", "tt", "ss"]  # A/B: c contiguous, t transposed copy, s strided
 
 
@@ -179,6 +179,33 @@ def test_gemm_sums_in_increasing_k_from_zero(rng, shape, layout):
             r16 = bd.matmul(a, b)
         assert np.array_equal(f32_bits(r32), expected), (shape, layout, threads)
         assert np.array_equal(f32_bits(rt), expected), (shape, layout, threads)
+        check_bf16_is_rounded_f32(r16, r32)
+
+
+# KC of each tier's kernel (csrc/matmul/README.md, kernel table)
+KC = {"baseline": 256, "avx2": 256, "avx512": 256, "avx512bf16": 512}
+
+
+@pytest.mark.parametrize("shape", [(40, 1025, 50), (33, 700, 65), (17, 1536, 30)])
+@pytest.mark.parametrize("layout", ["cc", "tt"])
+def test_k_blocks_are_added_in_order(rng, shape, layout):
+    """K > KC on the GEMM path: each block of KC k is summed from +0 in the kernel's order, and the
+    block sums are added to the running total in increasing k (float32 output in place, bfloat16
+    output through the float32 tile), whatever the thread count."""
+    m, k, n = shape
+    a, A = make(rng, (m, k))
+    b, B = make(rng, (k, n))
+    a, b = laid_out(a, layout[0]), laid_out(b, layout[1])
+    kc = KC[bd.config()["tier"]]
+    total = None
+    for k0 in range(0, k, kc):
+        block = kernel_sums(A[:, k0:k0 + kc], B[k0:k0 + kc])
+        total = block if total is None else (total + block).astype(np.float32)
+    for threads in (1, 2):
+        with bd.num_threads(threads):
+            r32 = bd.matmul(a, b, out_dtype=np.float32)
+            r16 = bd.matmul(a, b)
+        assert np.array_equal(f32_bits(r32), f32_bits(total)), (shape, layout, threads)
         check_bf16_is_rounded_f32(r16, r32)
 
 
