@@ -1,8 +1,9 @@
 /*
  * gemm_avx512bf16.c - the AVX512_BF16 kernel: a 14x32 micro-kernel of vdpbf16ps on panels of
- * bfloat16 k pairs (BG_PACK_BF16_PAIR, kernel.h: copied, never widened), its packers and its small-
- * product kernel. GEMV and skinny products keep the AVX-512 float32 code (gemm_avx512.c): they
- * are bound by memory, not arithmetic. Runs only when bf16_cpu_tier() >= BF16_TIER_AVX512BF16.
+ * bfloat16 k pairs (BG_PACK_BF16_PAIR, kernel.h: copied, never widened), its packers, GEMV tiles on
+ * the rows as stored (the driver is gemm_avx512.c's bg_gemv_rows_16lanes) and its small-product
+ * kernel; products with M contiguous (v @ W) keep the AVX2 axpy code. Runs only when
+ * bf16_cpu_tier() >= BF16_TIER_AVX512BF16.
  *
  * Arithmetic of vdpbf16ps (measured on an AMD Zen 5, matching Intel's description): for each lane,
  * acc = (acc + a[k+1] * b[k+1]) + a[k] * b[k], each product exact, each addition rounded to nearest
@@ -10,8 +11,9 @@
  * subnormal results are flushed to zero; no IEEE flag is ever raised. So an element is the float32
  * sum, from +0, of the products in increasing pairs of k (the odd k of a pair first), in blocks of
  * KC k (a block sum is added to the running total), flushed to zero below 2^-126:
- * tests/test_gemm_kernel.py::test_gemm_sums_in_increasing_k_from_zero emulates exactly that. The
- * order is fixed per kernel, so results do not depend on the thread count.
+ * tests/test_gemm_kernel.py::test_gemm_sums_in_increasing_k_from_zero and
+ * ::test_k_blocks_are_added_in_order emulate exactly that. The order is fixed per kernel, so
+ * results do not depend on the thread count.
  *
  * Because vdpbf16ps raises no flags, the packers and the small kernel report an infinity or NaN in
  * A or B, and the driver then computes the product with the avx512 kernel (bg_kernel.fallback:
