@@ -897,13 +897,12 @@ static __attribute__((noinline)) int run_planned(const bg_kernel *kt, bg_problem
         nonfinite = pack_vector(&p, &pl, kt, (float *)(void *)ws);
         v = (const float *)(void *)ws;
     }
-    if (nonfinite) {
-        /* an inf or NaN in V: nothing computed, the fallback takes the product (bf16_gemm) */
-    } else if (pl.nthreads <= 1) {
+    /* (an inf or NaN in V: nothing is computed, the fallback takes the product: bf16_gemm) */
+    if (!nonfinite && pl.nthreads <= 1) {
         bg_task tk = {.p = &p, .pl = &pl, .kt = kt, .m0 = 0, .m1 = p.M, .n0 = 0, .n1 = p.N, .ws = ws, .v = v};
         run_task_body(&tk);
         nonfinite = tk.nonfinite;
-    } else {
+    } else if (!nonfinite) {
         nonfinite = run_parallel(&p, &pl, kt, ws, v);
     }
     if (heap != NULL) ws_release(heap);

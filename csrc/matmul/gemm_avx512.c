@@ -323,7 +323,7 @@ BG_TARGET int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int
         for (int64_t r = 0; r < pn; r++) {
             float sums[16] __attribute__((aligned(64)));
             __m512 z = hsum16_many(accbuf + r * ld, (int)n);
-            if (check) mx = _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(0x7fffffff)));
+            if (check) mx = bg_absmax32(mx, z);
             _mm512_store_ps(sums, z);
             bg_write_block_avx2(c, p0 + r, 0, sums, 16, 1, n);
         }

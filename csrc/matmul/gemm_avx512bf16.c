@@ -55,6 +55,12 @@ BG_INLINE __m512i absmax16(__m512i mx, __m512i x)
     return _mm512_max_epu16(mx, _mm512_and_si512(x, _mm512_set1_epi16(0x7fff)));
 }
 
+/* absmax16 of the 16-bit lanes of two 32-byte vectors (raw bfloat16 pairs held as floats) */
+BG_INLINE __m512i absmax16_2(__m512i mx, __m256 lo, __m256 hi)
+{
+    return absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)));
+}
+
 BG_INLINE int any_nonfinite(__m512i mx)
 {
     return _mm512_cmpge_epu16_mask(mx, _mm512_set1_epi16(BG_NONFINITE)) != 0;
@@ -91,11 +97,6 @@ static inline float pair_slot(const unsigned char *x, int64_t step, int two, uin
         c##i##1 = _mm512_dpbf16_ps(c##i##1, av, b1);                                               \
     } while (0)
 
-/* The largest |float32 bits| of the lanes seen so far (for bg_raise_nonfinite). */
-BG_INLINE __m512i absmax32(__m512i mx, __m512 x)
-{
-    return _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
-}
 
 BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                                    int accumulate)
@@ -126,7 +127,7 @@ BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, f
             c##i##0 = _mm512_add_ps(_mm512_loadu_ps(cr), c##i##0);                                  \
             c##i##1 = _mm512_add_ps(_mm512_loadu_ps(cr + 16), c##i##1);                             \
         }                                                                                           \
-        mx = absmax32(absmax32(mx, c##i##0), c##i##1);                                              \
+        mx = bg_absmax32(bg_absmax32(mx, c##i##0), c##i##1);                                              \
         _mm512_storeu_ps(cr, c##i##0);                                                              \
         _mm512_storeu_ps(cr + 16, c##i##1);                                                         \
     } while (0)
@@ -192,13 +193,7 @@ BG_TARGET static int pack_a_bf16(const bg_view *a, int64_t i0, int64_t mc, int64
                     r[i] = _mm256_loadu_ps((const float *)(const void *)(rp[i] + p * 4));
                     s[i] = _mm256_loadu_ps((const float *)(const void *)(rp[8 + i] + p * 4));
                 }
-                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[0]), r[1], 1)));
-                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[2]), r[3], 1)));
-                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[4]), r[5], 1)));
-                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[6]), r[7], 1)));
-                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(s[0]), s[1], 1)));
-                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(s[2]), s[3], 1)));
-                mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(s[4]), s[5], 1)));
+                for (int i = 0; i < 8; i += 2) mx = absmax16_2(absmax16_2(mx, r[i], r[i + 1]), s[i], s[i + 1]);
                 transpose8(r);
                 transpose8(s);
                 float *d = dst + p * BG_MR;
@@ -273,7 +268,7 @@ BG_TARGET static int pack_b_bf16(const bg_view *b, int64_t p0, int64_t kc, int64
                     for (int j = 0; j < 8; j++)
                         r[j] = _mm256_loadu_ps((const float *)(const void *)(src + (h * 8 + j) * b->cs + p * 4));
                     for (int j = 0; j < 8; j += 2)
-                        mx = absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(r[j]), r[j + 1], 1)));
+                        mx = absmax16_2(mx, r[j], r[j + 1]);
                     transpose8(r);
                     for (int q = 0; q < 8; q++) _mm256_store_ps(dst + (p + q) * BG_NR + h * 8, r[q]);
                 }
@@ -366,7 +361,7 @@ BG_INLINE void small_tile(int64_t np, const float *af, const float *bw, int64_t 
     }
     __m512i mx = _mm512_setzero_si512(); /* padded rows and columns repeat real ones */
     for (int r = 0; r < R; r++)
-        for (int v = 0; v < NV; v++) mx = absmax32(mx, s[r][v]);
+        for (int v = 0; v < NV; v++) mx = bg_absmax32(mx, s[r][v]);
     bg_store_tile16(c, i0, rows, N, s, R, NV);
     bg_raise_nonfinite(mx);
 }

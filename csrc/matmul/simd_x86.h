@@ -102,6 +102,12 @@ BG_AVX512_INLINE void bg_store_tile16(const bg_out *c, int64_t i0, int64_t rows,
     }
 }
 
+/* The largest |float32 bits| of the lanes seen so far (for bg_raise_nonfinite). */
+BG_AVX512_INLINE __m512i bg_absmax32(__m512i mx, __m512 x)
+{
+    return _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+
 /* FE_OVERFLOW, and FE_INVALID too for a NaN, when one of the values whose |bits| maximum is mx
  * (max_epu32 of x & 0x7fffffff) was not finite: for kernels whose instructions raise no flags
  * (vdpbf16ps), on finite inputs (kernel.h, bg_kernel.fallback). */
