@@ -306,23 +306,82 @@ inline __mmask16 positive_finite(__m512 x)
  * 2^-126 up to 1.5 * 2^127 (exclusive), where 4x/3 is normal and finite; subnormal x, the top
  * of the range and x <= 0, inf, NaN are redone.
  */
+/*
+ * log x for a bfloat16 x = 2^e (1 + j/128): with m = 1 + j/128 for j < 64 and m = (1 + j/128) / 2
+ * (and e + 1) for j >= 64, m lies in [0.75, 1.5) and log x = e ln2 + log m, where log m takes
+ * only 128 values: a table of float32, looked up in 32 lanes at once (its upper and lower
+ * 16-bit halves apart, two vpermt2w each) and split into the even and odd elements. No
+ * cancellation: e ln2 and log m have opposite signs only where |e ln2| >= ln2 > 2 |log m|.
+ * The error is below 1.5 float32 ulps (log m and the FMA each round once; ln 2 rounded to
+ * float32 is 2.8e-9 off relative), well inside NEAR; every result is checked against float64
+ * log by test_unary_exhaustive_every_layout in tests/umath_tier_checks.py. Clean for normal x
+ * from 2^-126 to the largest finite bfloat16; subnormal x, x <= 0, inf and NaN are redone.
+ */
 template <> struct V<Log> {
     static constexpr bool approximate = true, clamps_inputs = true;
-    /* 0x0080 ... 0x7f3f in signed 16-bit order: negative x, NaNs with the sign bit, zeros and
-     * subnormals go to 0x0080, +inf and positive NaNs to 0x7f3f */
-    static __m512i clamp(__m512i v) { return clamp_signed(v, 0x0080, 0x7f3f); }
-    static __m512 f(__m512 x)
+    /* 0x0080 ... 0x7f7f in signed 16-bit order: negative x, NaNs with the sign bit, zeros and
+     * subnormals go to 0x0080, +inf and positive NaNs to 0x7f7f */
+    static __m512i clamp(__m512i v) { return clamp_signed(v, 0x0080, 0x7f7f); }
+    struct Table {
+        alignas(64) uint16_t hi[128], lo[128]; /* the float32 bits of log m, by j */
+    };
+    static const Table &table()
     {
-        __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
-        /* x = 2^e m with m in [0.75, 1.5): e = floor(log2(4x/3)), which the rounding of 4x/3
-         * cannot move for a bfloat16 x (mantissa 1.4921875 gives 1.99, 1.5 gives 2) */
-        __m512 e = _mm512_getexp_ps(_mm512_mul_ps(x, c(4.0f / 3.0f)));
-        __m512 fr = _mm512_sub_ps(m, c(1.0f));
-        __m512 g = horner(fr, -0.0686533972620964f, 0.1425110399723053f, -0.17334404587745667f,
-                          0.20085671544075012f, -0.2497885376214981f, 0.3333093523979187f,
-                          -0.5000017285346985f, 1.0f);
-        /* ln 2 rounded to float32 is 2.8e-9 off relative, 0.05 ulp of e ln 2 */
-        return fmadd(e, c(0.693147180559945309f), _mm512_mul_ps(fr, g));
+        static const Table t = [] {
+            Table b{};
+            for (int j = 0; j < 128; j++) {
+                float l = (float)(j < 64 ? std::log1p(j / 128.0) : std::log(0.5 + j / 256.0));
+                uint32_t u;
+                memcpy(&u, &l, 4);
+                b.hi[j] = (uint16_t)(u >> 16);
+                b.lo[j] = (uint16_t)u;
+            }
+            return b;
+        }();
+        return t;
+    }
+    /* The table registers and constants, loaded once per call and opaque to the compiler
+     * (which would otherwise form the constants anew in every block). */
+    struct Regs {
+        __m512i hi[4], lo[4], bit6, low16;
+        __m512 bit22, one, ln2;
+    };
+    static Regs regs()
+    {
+        Regs r;
+        for (int j = 0; j < 4; j++) {
+            r.hi[j] = _mm512_load_si512(table().hi + 32 * j);
+            r.lo[j] = _mm512_load_si512(table().lo + 32 * j);
+        }
+        r.bit6 = _mm512_set1_epi16(0x40);
+        r.low16 = _mm512_set1_epi32(0xffff);
+        r.bit22 = _mm512_castsi512_ps(_mm512_set1_epi32(1 << 22));
+        r.one = c(1.0f);
+        r.ln2 = c(0.693147180559945309f);
+        __asm__("" : "+v"(r.bit6), "+v"(r.low16), "+v"(r.bit22), "+v"(r.one), "+v"(r.ln2));
+        return r;
+    }
+    /* e ln2 + log m of one half (x: the widened elements, l: their log m) */
+    static __m512 half(__m512 x, __m512 l, const Regs &c)
+    {
+        __mmask16 upper_m = _mm512_test_epi32_mask(_mm512_castps_si512(x),
+                                                   _mm512_castps_si512(c.bit22));
+        __m512 e = _mm512_getexp_ps(x);
+        return fmadd(_mm512_mask_add_ps(e, upper_m, e, c.one), c.ln2, l);
+    }
+    /* 32 clamped inputs u -> the float32 logs of the even (*fe) and odd (*fo) elements */
+    static void f2(__m512i u, __m512 xe, __m512 xo, const Regs &c, __m512 *fe, __m512 *fo)
+    {
+        __mmask32 upper_j = _mm512_test_epi16_mask(u, c.bit6); /* j >= 64 */
+        __m512i h = _mm512_mask_blend_epi16(upper_j, _mm512_permutex2var_epi16(c.hi[0], u, c.hi[1]),
+                                            _mm512_permutex2var_epi16(c.hi[2], u, c.hi[3]));
+        __m512i l = _mm512_mask_blend_epi16(upper_j, _mm512_permutex2var_epi16(c.lo[0], u, c.lo[1]),
+                                            _mm512_permutex2var_epi16(c.lo[2], u, c.lo[3]));
+        /* even elements: (h << 16) | (l & 0xffff); odd: (h & ~0xffff) | (l >> 16) */
+        __m512i le = _mm512_ternarylogic_epi32(_mm512_slli_epi32(h, 16), l, c.low16, 0xF8);
+        __m512i lo = _mm512_ternarylogic_epi32(_mm512_srli_epi32(l, 16), h, c.low16, 0xF4);
+        *fe = half(xe, _mm512_castsi512_ps(le), c);
+        *fo = half(xo, _mm512_castsi512_ps(lo), c);
     }
 };
 
@@ -392,32 +451,90 @@ template <> struct V<Log1p> {
 };
 
 /*
- * tanh x = x P(x^2) / Q(x^2) on |x| <= 3.6, P of degree 2 and Q of degree 3 (both with constant
- * term 1), a rational fit of least maximal relative error (1.6e-7, about 5 float32 ulps after the
- * float32 evaluation: well inside NEAR; every result is checked against float64 tanh by
- * test_unary_exhaustive_every_layout in tests/umath_tier_checks.py). |x| is first capped at 3.6,
- * keeping x's sign: from |x| = 3.47 on tanh |x| rounds to 1 in bfloat16, and tanh 3.6 lies
- * 7,700 float32 ulps away from the midpoint below 1. For |x| < 2^-40 the square is taken as
- * 2^-80 (x^2 could raise "underflow"), so the result is x, which is what tanh x rounds to
- * there. The quotient uses rcp14 and one Newton step. Zeros pass with their sign; subnormal and
- * non-finite x are not clean (the scalar functor sets its own flags there).
+ * tanh by lookup, 32 lanes in 16-bit integer ops (no float32 evaluation). tanh x rounds to x
+ * for |x| < 2^-4 and to +-1 for |x| >= 3.5 (and inf), so only the 737 magnitudes from 2^-4 to
+ * 3.5 (bit patterns 0x3D80 ... 0x4060) need a table. There tanh |x| lies 0 to 224 bfloat16
+ * steps below |x|, as bit patterns: that distance d fits a byte, two to a 16-bit word, so the
+ * whole table is six 64-word vpermt2w tables. Every magnitude is clamped to 0x3D80 ... 0x4060
+ * (where d is 0 and 224), and the result is |x| - d with x's sign. NaN and subnormal x are
+ * redone by the scalar functor (its flags). The table is the scalar functor's results, so the
+ * two paths agree; every input is checked against float64 tanh by
+ * test_unary_exhaustive_every_layout in tests/umath_tier_checks.py.
  */
 template <> struct V<Tanh> {
-    static constexpr bool approximate = true;
-    static __m512 f(__m512 x, __mmask16 *clean)
+    static constexpr bool looks_up = true;
+    static constexpr int LO = 0x3D80, HI = 0x4060, WORDS = 6 * 64;
+    struct Table {
+        alignas(64) uint16_t w[WORDS];
+    };
+    /* Built on first use (a thread-safe local static: no Python, no GIL needed). */
+    static const Table &table()
     {
-        /* fpclass: QNaN 0x01, +inf 0x08, -inf 0x10, subnormal 0x20, SNaN 0x80 */
-        *clean = (__mmask16)~_mm512_fpclass_ps_mask(x, 0x01 | 0x08 | 0x10 | 0x20 | 0x80);
-        __m512 xc = _mm512_maskz_range_ps(*clean, x, c(3.6f), 0x02); /* min |.|, x's sign */
-        /* x^2 from max(|x|, 2^-40): 2^-80 leaves P and Q at exactly 1 */
-        __m512 xs = _mm512_range_ps(xc, c(0x1p-40f), 0x03); /* max |.| */
-        __m512 z = _mm512_mul_ps(xs, xs);
-        __m512 p = fmadd(c(0.0018027275800704956f), z, c(0.11876767128705978f));
-        p = fmadd(p, z, c(1.0f));
-        __m512 q = fmadd(c(7.681821443838999e-05f), z, c(0.019171785563230515f));
-        q = fmadd(q, z, c(0.45209988951683044f));
-        q = fmadd(q, z, c(1.0f));
-        return _mm512_mul_ps(_mm512_mul_ps(xc, p), reciprocal(q));
+        static const Table t = [] {
+            Table b{};
+            for (int k = 0; k <= HI - LO; k++) {
+                bf16_t m = (bf16_t)(LO + k);
+                int d = m - f32_to_bf16(Tanh::f(bf16_to_f32(m)));
+                b.w[k / 2] = (uint16_t)(b.w[k / 2] | (d << (8 * (k & 1))));
+            }
+            return b;
+        }();
+        return t;
+    }
+    /* The 12 table registers and the constants of f, loaded once per call. Each is made
+     * opaque to the compiler, which would otherwise form the constants anew in every block
+     * (a general register move and a broadcast each) around the out-of-line redo call. */
+    struct Regs {
+        __m512i t[12], magnitude, bit7, bit8, bit9, one, hi, lo, nan_above;
+    };
+    static Regs regs()
+    {
+        Regs r;
+        for (int j = 0; j < 12; j++) {
+            r.t[j] = _mm512_load_si512(table().w + 32 * j);
+        }
+        r.magnitude = _mm512_set1_epi16(0x7fff);
+        r.bit7 = _mm512_set1_epi16(0x80);
+        r.bit8 = _mm512_set1_epi16(0x100);
+        r.bit9 = _mm512_set1_epi16(0x200);
+        r.one = _mm512_set1_epi16(1);
+        r.hi = _mm512_set1_epi16(HI);
+        r.lo = _mm512_set1_epi16(LO);
+        r.nan_above = _mm512_set1_epi16(0x7f80);
+        __asm__("" : "+v"(r.magnitude), "+v"(r.bit7), "+v"(r.bit8), "+v"(r.bit9), "+v"(r.one),
+                "+v"(r.hi), "+v"(r.lo), "+v"(r.nan_above));
+        return r;
+    }
+    /* 32 results; `redo`: the lanes holding a NaN or a subnormal */
+    static __m512i f(__m512i v, const Regs &c, __mmask32 *redo)
+    {
+        const __m512i *t = c.t;
+        __m512i m = _mm512_and_si512(v, c.magnitude);
+        __m512i mc = _mm512_min_epu16(m, c.hi);
+        __m512i k = _mm512_subs_epu16(mc, c.lo); /* 0 ... 736 */
+        __m512i w = _mm512_srli_epi16(k, 1);
+        __m512i r0 = _mm512_permutex2var_epi16(t[0], w, t[1]);
+        __m512i r1 = _mm512_permutex2var_epi16(t[2], w, t[3]);
+        __m512i r2 = _mm512_permutex2var_epi16(t[4], w, t[5]);
+        __m512i r3 = _mm512_permutex2var_epi16(t[6], w, t[7]);
+        __m512i r4 = _mm512_permutex2var_epi16(t[8], w, t[9]);
+        __m512i r5 = _mm512_permutex2var_epi16(t[10], w, t[11]);
+        /* the table of word w = k / 2 is k / 128: bits 7, 8 and 9 of k choose */
+        __mmask32 b7 = _mm512_test_epi16_mask(k, c.bit7);
+        __mmask32 b8 = _mm512_test_epi16_mask(k, c.bit8);
+        __mmask32 b9 = _mm512_test_epi16_mask(k, c.bit9);
+        __m512i r01 = _mm512_mask_blend_epi16(b7, r0, r1);
+        __m512i r23 = _mm512_mask_blend_epi16(b7, r2, r3);
+        __m512i r45 = _mm512_mask_blend_epi16(b7, r4, r5);
+        __m512i r = _mm512_mask_blend_epi16(b9, _mm512_mask_blend_epi16(b8, r01, r23), r45);
+        /* d: the lower byte for even k (shifted up first), the upper one for odd k */
+        r = _mm512_mask_slli_epi16(r, _mm512_testn_epi16_mask(k, c.one), r, 8);
+        __m512i d = _mm512_srli_epi16(r, 8);
+        /* NaN: m > 0x7f80; subnormal: 0 < m < 0x80 */
+        *redo = _mm512_cmpgt_epu16_mask(m, c.nan_above) |
+                _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(v, c.magnitude), m, c.bit7);
+        /* (mc - d) | (v & ~0x7fff) */
+        return _mm512_ternarylogic_epi32(_mm512_sub_epi16(mc, d), v, c.magnitude, 0xF4);
     }
 };
 
@@ -483,9 +600,10 @@ inline uint32_t spread_bits(uint32_t m)
 
 /* float32 results + (half an ulp + NEAR): the upper half is the rounded bfloat16 wherever the
  * lower half is not within [0x8000 - NEAR, 0x8000 + NEAR) before the add. */
-inline __m512i add_half_ulp(__m512 r)
+inline __m512i half_ulp_near() { return _mm512_set1_epi32(0x8000 + NEAR); }
+inline __m512i add_half_ulp(__m512 r, __m512i half = half_ulp_near())
 {
-    return _mm512_add_epi32(_mm512_castps_si512(r), _mm512_set1_epi32(0x8000 + NEAR));
+    return _mm512_add_epi32(_mm512_castps_si512(r), half);
 }
 inline __m512i near_bits() { return _mm512_set1_epi32(0xffff & ~(2 * NEAR - 1)); }
 inline __mmask16 near_midpoint(__m512i w, __m512i bits = near_bits())
@@ -678,11 +796,45 @@ template <class Op, class = void> struct ClampsInputs : std::false_type {};
 template <class Op>
 struct ClampsInputs<Op, std::void_t<decltype(V<Op>::clamps_inputs)>> : std::true_type {};
 
+/* Ops that evaluate both halves of a block together (f2, with registers from regs()) */
+template <class Op, class = void> struct PairsHalves : std::false_type {};
+template <class Op> struct PairsHalves<Op, std::void_t<decltype(&V<Op>::f2)>> : std::true_type {};
+struct NoRegs {};
+template <class Op> inline auto regs_of()
+{
+    if constexpr (PairsHalves<Op>::value) {
+        return V<Op>::regs();
+    }
+    else {
+        return NoRegs{};
+    }
+}
+
+template <class Op, class = void> struct LooksUp : std::false_type {};
+template <class Op> struct LooksUp<Op, std::void_t<decltype(V<Op>::looks_up)>> : std::true_type {};
+
 template <class Tier, class Op>
 int twin_unary(const char *a, char *o, npy_intp n)
 {
     int ovf = 0;
-    if constexpr (!IsApproximate<Op>::value) {
+    if constexpr (LooksUp<Op>::value) {
+        const typename V<Op>::Regs regs = V<Op>::regs();
+        /* redone lanes come from the unary table when it exists, else the functor */
+        const UnaryTable *table = unary_table_get(unary_table_slot<Op>, Op::f, false);
+        unsigned flags = 0;
+        run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
+            __m512i v = load_at(a, i, k);
+            __mmask32 redo;
+            __m512i out = V<Op>::f(v, regs, &redo);
+            redo &= k;
+            if (__builtin_expect(redo != 0, 0)) {
+                out = redo_lanes<Op>(v, out, redo, table, &flags, &ovf);
+            }
+            return out;
+        });
+        unary_table_raise(flags);
+    }
+    else if constexpr (!IsApproximate<Op>::value) {
         run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
             return unary_block<Op>(load_at(a, i, k), &ovf);
         });
@@ -692,30 +844,42 @@ int twin_unary(const char *a, char *o, npy_intp n)
          * are redone from the table (when it exists) or the functor */
         const UnaryTable *table = unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768);
         unsigned flags = 0;
-        /* opaque, so the compiler keeps it in a register instead of broadcasting it anew in
-         * every block (one more port-5 op there) */
-        __m512i nb = near_bits();
-        __asm__("" : "+v"(nb));
+        /* opaque, so the compiler keeps them in registers instead of forming them anew in
+         * every block (a general register move and a broadcast each) */
+        __m512i nb = near_bits(), half = half_ulp_near(),
+                upper = _mm512_set1_epi32((int)0xffff0000u);
+        __asm__("" : "+v"(nb), "+v"(half), "+v"(upper));
+        auto odd = [&](__m512i x) { return _mm512_castsi512_ps(_mm512_and_si512(x, upper)); };
+        const auto regs = regs_of<Op>();
         run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
             __m512i v = load_at(a, i, k), u = v, we, wo;
             __mmask16 clean_e = 0xffff, clean_o = 0xffff, near_e, near_o;
             __mmask32 bad = 0;
-            if constexpr (ClampsInputs<Op>::value) {
+            if constexpr (PairsHalves<Op>::value) {
                 u = V<Op>::clamp(v);
                 bad = _mm512_cmpneq_epi16_mask(u, v);
-                we = add_half_ulp(V<Op>::f(even_f32(u)));
-                wo = add_half_ulp(V<Op>::f(odd_f32(u)));
+                __m512 fe, fo;
+                V<Op>::f2(u, even_f32(u), odd(u), regs, &fe, &fo);
+                we = add_half_ulp(fe, half);
+                wo = add_half_ulp(fo, half);
+                near_e = near_midpoint(we, nb);
+                near_o = near_midpoint(wo, nb);
+            }
+            else if constexpr (ClampsInputs<Op>::value) {
+                u = V<Op>::clamp(v);
+                bad = _mm512_cmpneq_epi16_mask(u, v);
+                we = add_half_ulp(V<Op>::f(even_f32(u)), half);
+                wo = add_half_ulp(V<Op>::f(odd(u)), half);
                 near_e = near_midpoint(we, nb);
                 near_o = near_midpoint(wo, nb);
             }
             else {
-                we = add_half_ulp(V<Op>::f(even_f32(v), &clean_e));
-                wo = add_half_ulp(V<Op>::f(odd_f32(v), &clean_o));
+                we = add_half_ulp(V<Op>::f(even_f32(v), &clean_e), half);
+                wo = add_half_ulp(V<Op>::f(odd(v), &clean_o), half);
                 near_e = _kor_mask16(_knot_mask16(clean_e), near_midpoint(we, nb));
                 near_o = _kor_mask16(_knot_mask16(clean_o), near_midpoint(wo, nb));
             }
-            __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo,
-                                                    _mm512_set1_epi32((int)0xffff0000u), 0xF8);
+            __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo, upper, 0xF8);
             /* any lane to redo? (the two 16-lane masks side by side, with bad) */
             if (__builtin_expect(!_kortestz_mask32_u8(bad, _mm512_kunpackw(near_e, near_o)), 0)) {
                 out = redo_masked_lanes<Op>(v, u, out, we, wo, clean_e, clean_o, k, table,
