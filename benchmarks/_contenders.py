@@ -89,6 +89,12 @@ class NumpyContender(Contender):
     def exp(self, a, out):
         return np.exp(a, out=out)
 
+    def log(self, a, out):
+        return np.log(a, out=out)
+
+    def tanh(self, a, out):
+        return np.tanh(a, out=out)
+
     def exp_value(self, a):
         return np.exp(a)
 
@@ -254,6 +260,12 @@ class TorchContender(Contender):
 
     def exp(self, a, out):
         return self.torch.exp(a, out=out)
+
+    def log(self, a, out):
+        return self.torch.log(a, out=out)
+
+    def tanh(self, a, out):
+        return self.torch.tanh(a, out=out)
 
     def exp_value(self, a):
         return self.torch.exp(a)
