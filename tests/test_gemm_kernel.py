@@ -296,7 +296,9 @@ def widen_f64(x):
     return exact_f32(bf16_bits(x)).astype(np.float64)
 
 
-OVERFLOW_SHAPES = [((3, 2), (2, 3)), ((13, 300), (300, 70)), ((45, 600), (600, 130)), ((301, 300), (300, 299))]
+# (small, GEMM, GEMM, GEMM with threads, skinny W @ V with 12 columns)
+OVERFLOW_SHAPES = [((3, 2), (2, 3)), ((13, 300), (300, 70)), ((45, 600), (600, 130)), ((301, 300), (300, 299)),
+                   ((40, 300), (300, 12))]
 
 
 @pytest.mark.parametrize("sa,sb", OVERFLOW_SHAPES)
@@ -332,7 +334,8 @@ import hashlib, numpy as np, bfloat16_dtype as bd
 rng = np.random.default_rng(3)
 h = hashlib.sha256()
 for sa, sb in [((70, 600), (600, 97)), ((300, 300), (300, 300)), ((20, 100), (100, 40)), ((17, 5), (5, 33)),
-               ((2048, 300), (300, 16)), ((1000, 700), (700, 1)), ((300, 2000), (2000, 3))]:
+               ((2048, 300), (300, 16)), ((1000, 700), (700, 1)), ((300, 2000), (2000, 3)),
+               ((500, 333), (333, 7))]:
     a = rng.standard_normal(sa).astype(np.float32)
     b = rng.standard_normal(sb).astype(np.float32)
     a[3, 1] = np.inf
@@ -433,12 +436,18 @@ def gemv_lane_order(W32, V32, ku, pairs=False):
 def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
     """W @ V on the k-contiguous GEMV path gives exactly the documented order's float32 bits (16
     lanes of 32 k at the avx512 and avx512bf16 tiers, pairs odd k first at the latter; 8 lanes of
-    16 k below), whatever the chunking."""
-    w, W = make(rng, (70, k))  # wider than any small-product kernel's 64
+    16 k below), whatever the chunking; at the avx512bf16 tier 5 to 16 columns take the skinny
+    kernel instead (bg_kernel.skinny_rows): the GEMM kernel's pair sums over all K, one row per
+    accumulator (its tiles of 12, 8, 4 and 1 rows: 70 = 5 x 12 + 8 + 1 + 1, 76 = 6 x 12 + 4; three
+    threads split the rows anew)."""
+    w, W = make(rng, (70 if k % 2 == 0 else 76, k))  # wider than any small-product kernel's 64
     v, V = make(rng, (k, n))
     ku = 32 if bd._ext._gemm_kernel.startswith("avx512") else 16
     pairs = bd._ext._gemm_kernel.startswith("avx512bf16")
-    expected = gemv_lane_order(W.astype(np.float32), V.astype(np.float32), ku, pairs)
+    if pairs and n >= 5:
+        expected = pair_sums(W, V)
+    else:
+        expected = gemv_lane_order(W.astype(np.float32), V.astype(np.float32), ku, pairs)
     for threads in (1, 3):
         with bd.num_threads(threads):
             r32 = bd.matmul(w, v, out_dtype=np.float32)

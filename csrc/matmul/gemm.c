@@ -267,6 +267,7 @@ typedef struct {
     int64_t mb, nc;     /* rows per outer block, columns per B panel */
     int64_t ws_b, ws_a, ws_tile, ws_thread; /* bytes, each a multiple of BG_ALIGN */
     /* GEMV */
+    int skinny;         /* the kernel's skinny_rows (V packed by pairs of k) */
     int64_t kpad;
     int64_t ws_v;
     int64_t ws_threads; /* offset of the thread bookkeeping (tasks, ids) in the workspace */
@@ -368,8 +369,9 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
 
     if (pl->path != PATH_GEMM) {
         int64_t n = p->N;
+        pl->skinny = pl->path == PATH_GEMV_ROWS && kt->skinny_rows != NULL && n >= kt->skinny_minn;
         pl->kpad = round_up(p->K, kt->gemv_ku);
-        int64_t vfloats = pl->path == PATH_GEMV_ROWS ? pl->kpad * n : p->K * n;
+        int64_t vfloats = pl->skinny ? (p->K + 1) / 2 * 16 : pl->path == PATH_GEMV_ROWS ? pl->kpad * n : p->K * n;
         pl->ws_v = round_up(vfloats * 4, BG_ALIGN);
         /* threads when the matrix is large or, with several columns, the arithmetic is; at
          * least 16 rows each (one AVX-512 row panel) */
@@ -495,6 +497,29 @@ static int pack_vector(const bg_problem *p, const bg_plan *pl, const bg_kernel *
 {
     const int ku = kt->gemv_ku;
     int64_t K = p->K, n = p->N;
+    if (pl->skinny) { /* pairs of k, 16 column slots each (kernel.h, skinny_rows) */
+        uint32_t *d = (uint32_t *)(void *)v;
+        uint16_t mx = 0;
+        for (int64_t q = 0; q < (K + 1) / 2; q++) {
+            uint16_t lo[16] = {0}, hi[16] = {0}; /* rows 2q and 2q + 1, zero past n and K */
+            const unsigned char *r0 = p->b.p + 2 * q * p->b.rs, *r1 = r0 + p->b.rs;
+            if (p->b.cs == 2) {
+                memcpy(lo, r0, (size_t)n * 2);
+                if (2 * q + 1 < K) memcpy(hi, r1, (size_t)n * 2);
+            } else {
+                for (int64_t j = 0; j < n; j++) {
+                    memcpy(&lo[j], r0 + j * p->b.cs, 2);
+                    if (2 * q + 1 < K) memcpy(&hi[j], r1 + j * p->b.cs, 2);
+                }
+            }
+            for (int j = 0; j < 16; j++) {
+                uint16_t m = (lo[j] & 0x7fff) > (hi[j] & 0x7fff) ? lo[j] & 0x7fff : hi[j] & 0x7fff;
+                mx = m > mx ? m : mx;
+                d[16 * q + j] = (uint32_t)lo[j] | (uint32_t)hi[j] << 16;
+            }
+        }
+        return kt->fallback != NULL && mx >= 0x7f80;
+    }
     if (pl->path == PATH_GEMV_ROWS && kt->pack == BG_PACK_BF16_PAIR) {
         /* block t of column j: the bfloat16 V[ku t .. ku t + ku - 1][j] (kernel.h, bg_gemv_rows_fn) */
         unsigned char *d = (unsigned char *)(void *)v;
@@ -544,6 +569,8 @@ static int pack_vector(const bg_problem *p, const bg_plan *pl, const bg_kernel *
 static int gemv_thread(const bg_task *tk)
 {
     const bg_problem *p = tk->p;
+    if (tk->pl->skinny)
+        return tk->kt->skinny_rows(&p->a, tk->m0, tk->m1, p->K, tk->v, tk->pl->kpad, p->N, &p->c);
     if (tk->pl->path == PATH_GEMV_ROWS)
         return tk->kt->gemv_rows(&p->a, tk->m0, tk->m1, p->K, tk->v, tk->pl->kpad, p->N, &p->c);
     tk->kt->gemv_cols(&p->a, tk->m0, tk->m1, p->K, tk->v, p->N, &p->c);

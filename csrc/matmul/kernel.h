@@ -95,6 +95,14 @@ typedef struct bg_kernel_s {
     bg_pack_a_fn pack_a;
     bg_pack_b_fn pack_b;
     bg_gemv_rows_fn gemv_rows;
+    /*
+     * May be NULL. W @ V on the gemv_rows path with skinny_minn <= n <= 16 columns goes here
+     * instead, with V packed by pairs of k (BG_PACK_BF16_PAIR kernels): slot j of pair p, at
+     * vt + 16 p + j, holds the bfloat16 pair (V[2p][j], V[2p+1][j]), zero for j >= n and past K.
+     * Each element is then the GEMM kernel's sum over all K (no KC blocks); kpad is unused.
+     */
+    bg_gemv_rows_fn skinny_rows;
+    int skinny_minn;
     bg_gemv_cols_fn gemv_cols;
     bg_pack_v_rows_fn pack_v_rows; /* may be NULL */
     bg_small_fn small;             /* may be NULL: small products take the GEMM path */

@@ -318,7 +318,7 @@ inline __mmask16 positive_finite(__m512 x)
  * from 2^-126 to the largest finite bfloat16; subnormal x, x <= 0, inf and NaN are redone.
  */
 template <> struct V<Log> {
-    static constexpr bool approximate = true, clamps_inputs = true;
+    static constexpr bool approximate = true, clamps_inputs = true, pairs_halves = true;
     /* 0x0080 ... 0x7f7f in signed 16-bit order: negative x, NaNs with the sign bit, zeros and
      * subnormals go to 0x0080, +inf and positive NaNs to 0x7f7f */
     static __m512i clamp(__m512i v) { return clamp_signed(v, 0x0080, 0x7f7f); }
@@ -798,7 +798,7 @@ struct ClampsInputs<Op, std::void_t<decltype(V<Op>::clamps_inputs)>> : std::true
 
 /* Ops that evaluate both halves of a block together (f2, with registers from regs()) */
 template <class Op, class = void> struct PairsHalves : std::false_type {};
-template <class Op> struct PairsHalves<Op, std::void_t<decltype(&V<Op>::f2)>> : std::true_type {};
+template <class Op> struct PairsHalves<Op, std::void_t<decltype(V<Op>::pairs_halves)>> : std::true_type {};
 struct NoRegs {};
 template <class Op> inline auto regs_of()
 {
