@@ -474,6 +474,10 @@ static int gemm_thread(const bg_task *tk)
                                     for (int64_t s = 0; s < nr; s++)
                                         crow[s] = acc ? crow[s] + buf[r * NR + s] : buf[r * NR + s];
                                 }
+                            } else if (kt->ukernel_stores_bf16 && mr == MR && nr == NR && p->c.bf16 && p->c.cs == 2) {
+                                /* K <= KC, a full block of a bfloat16 C: rounded in the kernel */
+                                kt->ukernel(kc, api, bpj, (float *)(void *)(p->c.p + i * p->c.rs + j * 2), p->c.rs,
+                                            BG_STORE_BF16);
                             } else { /* K <= KC: the block is final, round it straight out */
                                 kt->ukernel(kc, api, bpj, buf, NR, 0);
                                 kt->write_block(&p->c, i, j, buf, NR, mr, nr);

@@ -113,9 +113,13 @@ BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, f
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;
     __m512 c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00;
     __m512 c100 = c00, c101 = c00, c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
-    for (int i = 0; i < BG_MR; i++) { /* both 64-byte lines of each row of the C block */
-        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+    if (accumulate == BG_STORE_BF16) { /* the 64-byte row of the bfloat16 C block */
+        for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)c + i * ldc, _MM_HINT_T0);
+    } else {
+        for (int i = 0; i < BG_MR; i++) { /* both 64-byte lines of each row of the C block */
+            _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+        }
     }
     const int64_t np = (kc + 1) / 2;
     for (int64_t k = 0; k < np; k++) {
@@ -128,6 +132,21 @@ BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, f
         b += BG_NR;
     }
     __m512i mx = _mm512_setzero_si512();
+    if (accumulate == BG_STORE_BF16) {
+        /* vcvtne2ps2bf16 rounds to nearest even as f32_to_bf16 does for every value but a
+         * subnormal one (it reads those as 0), and vdpbf16ps sums are never subnormal */
+#define BG_OUT16(i)                                                                                 \
+    do {                                                                                            \
+        mx = bg_absmax32(bg_absmax32(mx, c##i##0), c##i##1);                                        \
+        _mm512_storeu_si512((void *)((unsigned char *)c + (i) * ldc),                               \
+                            (__m512i)_mm512_cvtne2ps_pbh(c##i##1, c##i##0));                        \
+    } while (0)
+        BG_OUT16(0); BG_OUT16(1); BG_OUT16(2); BG_OUT16(3); BG_OUT16(4); BG_OUT16(5); BG_OUT16(6);
+        BG_OUT16(7); BG_OUT16(8); BG_OUT16(9); BG_OUT16(10); BG_OUT16(11); BG_OUT16(12); BG_OUT16(13);
+#undef BG_OUT16
+        bg_raise_nonfinite(mx);
+        return;
+    }
 #define BG_OUT(i)                                                                                   \
     do {                                                                                            \
         float *cr = c + (i) * ldc;                                                                  \
@@ -552,6 +571,7 @@ const bg_kernel bg_kernel_avx512bf16 = {
     .pack = BG_PACK_BF16_PAIR,
     .gemv_ku = 32,
     .ukernel = ukernel_bf16,
+    .ukernel_stores_bf16 = 1,
     .write_block = bg_write_block_avx2,
     .pack_a = pack_a_bf16,
     .pack_b = pack_b_bf16,

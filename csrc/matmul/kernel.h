@@ -36,6 +36,10 @@ typedef enum { BG_PACK_F32 = 0, BG_PACK_BF16_PAIR = 1 } bg_pack_format;
  */
 typedef void (*bg_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                               int accumulate);
+/* accumulate == BG_STORE_BF16 (kernels with ukernel_stores_bf16 only): c is a bfloat16 C block
+ * ((unsigned char *)c, unit column stride, row stride ldc bytes) that receives the sums rounded to
+ * nearest even, as the write_block of the float32 sums would give. */
+#define BG_STORE_BF16 2
 /* Pack rows [i0, i0+mc) x k [p0, p0+kc) of A into MR-row panels, padded to a multiple of MR (the
  * driver then overwrites the padding of a partial panel: bg_pad_panel). */
 typedef int (*bg_pack_a_fn)(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst);
@@ -91,6 +95,7 @@ typedef struct bg_kernel_s {
     bg_pack_format pack;
     int gemv_ku;           /* k per packed V block of gemv_rows: 16 or 32 */
     bg_ukernel_fn ukernel;
+    int ukernel_stores_bf16; /* ukernel takes BG_STORE_BF16: full blocks with K <= KC skip write_block */
     bg_write_fn write_block;
     bg_pack_a_fn pack_a;
     bg_pack_b_fn pack_b;
