@@ -310,10 +310,10 @@ inline __mmask16 positive_finite(__m512 x)
  * log x for a bfloat16 x = 2^e (1 + j/128): with m = 1 + j/128 for j < 64 and m = (1 + j/128) / 2
  * (and e + 1) for j >= 64, m lies in [0.75, 1.5) and log x = e ln2 + log m, where log m takes
  * only 128 values: a table of float32, looked up in 32 lanes at once (its upper and lower
- * 16-bit halves apart, two vpermt2w each) and split into the even and odd elements. No
- * cancellation: e ln2 and log m have opposite signs only where |e ln2| >= ln2 > 2 |log m|.
- * The error is below 1.5 float32 ulps (log m and the FMA each round once; ln 2 rounded to
- * float32 is 2.8e-9 off relative), well inside NEAR; every result is checked against float64
+ * 16-bit halves apart, two vpermt2w each) and split into the even and odd elements. Where
+ * e ln2 and log m have opposite signs, |e ln2 + log m| >= ln2 - ln1.5 = 0.288: the binade of
+ * |log m| < 0.405 or above, so the error stays below 1.5 float32 ulps of the result (log m and the FMA each round once; ln 2 rounded to float32 is 2.8e-9 off
+ * relative), well inside NEAR; every result is checked against float64
  * log by test_unary_exhaustive_every_layout in tests/umath_tier_checks.py. Clean for normal x
  * from 2^-126 to the largest finite bfloat16; subnormal x, x <= 0, inf and NaN are redone.
  */
