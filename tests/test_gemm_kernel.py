@@ -68,10 +68,11 @@ def test_kernel_name_names_the_tier():
     assert bd._ext._gemm_kernel.split(":")[0] == expected, bd._ext._gemm_kernel
 
 
-# (M, K, N): register-block edges of every kernel (6x16, 14x32), K across KC (256, 2048) and not a
-# multiple of 8, the float32 tile (K > KC with bfloat16 output)
+# (M, K, N): register-block edges of every kernel (6x16, 14x32), K across KC (256, 4096) and not a
+# multiple of 8, the float32 tile (K > KC with bfloat16 output), A blocks of 42 rows (avx512bf16:
+# MC for K >= 4096)
 GEMM_SHAPES = [(1, 1, 1), (13, 7, 31), (14, 9, 32), (15, 33, 33), (29, 300, 65), (70, 257, 97),
-               (45, 600, 130), (20, 1025, 40), (15, 2049, 33)]
+               (45, 600, 130), (20, 1025, 40), (15, 4097, 33), (100, 4100, 40)]
 LAYOUTS = ["cc", "tc", "ct", "tt", "ss"]  # A/B: c contiguous, t transposed copy, s strided
 
 
@@ -183,11 +184,11 @@ def test_gemm_sums_in_increasing_k_from_zero(rng, shape, layout):
 
 
 # KC of each tier's kernel (csrc/matmul/README.md, kernel table)
-KC = {"baseline": 256, "avx2": 256, "avx512": 256, "avx512bf16": 2048}
+KC = {"baseline": 256, "avx2": 256, "avx512": 256, "avx512bf16": 4096}
 
 
-# K = 4 KC + 1 and 2.7 KC at KC = 256; 2 KC + 1 (a last block of one k) at KC = 2048
-@pytest.mark.parametrize("shape", [(40, 1025, 50), (33, 700, 65), (17, 4097, 30)])
+# K = 4 KC + 1, 2.7 KC and 32 KC + 1 at KC = 256; 2 KC + 1 (a last block of one k) at KC = 4096
+@pytest.mark.parametrize("shape", [(40, 1025, 50), (33, 700, 65), (17, 8193, 30)])
 @pytest.mark.parametrize("layout", ["cc", "tt"])
 def test_k_blocks_are_added_in_order(rng, shape, layout):
     """K > KC on the GEMM path: each block of KC k is summed from +0 in the kernel's order, and the

@@ -307,13 +307,21 @@ static int gemv_fits(int layout, int64_t n)
     return (layout == PATH_GEMV_ROWS && n <= BG_GEMV_MAXN_ROWS) || (layout == PATH_GEMV_COLS && n <= BG_GEMV_MAXN_COLS);
 }
 
+/* The rows of an A block for a product of this K (kernel.h, bg_kernel.mc_kc). */
+static int64_t bg_block_mc(const bg_kernel *kt, int64_t K)
+{
+    if (kt->mc_kc == 0) return kt->mc;
+    int64_t mc = kt->mc_kc / min64(kt->kc, K) / kt->mr * kt->mr;
+    return mc < kt->mr ? kt->mr : mc > kt->mc ? kt->mc : mc;
+}
+
 /* Workspace of one GEMM thread owning rows/columns of size m x n. */
 static void gemm_sizes(bg_plan *pl, const bg_kernel *kt, int64_t m, int64_t n, int64_t K)
 {
     int64_t ks = bg_kslots(kt->pack, min64(kt->kc, K));
     int64_t nc = min64(pl->nc, n);
     pl->ws_b = round_up(ks * round_up(nc, kt->nr) * 4, BG_ALIGN);
-    pl->ws_a = round_up(round_up(min64(kt->mc, m), kt->mr) * ks * 4, BG_ALIGN);
+    pl->ws_a = round_up(round_up(min64(bg_block_mc(kt, K), m), kt->mr) * ks * 4, BG_ALIGN);
     pl->ws_tile = pl->use_tile ? round_up(round_up(min64(pl->mb, m), kt->mr) * round_up(nc, kt->nr) * 4, BG_ALIGN) : 0;
     pl->ws_thread = pl->ws_b + pl->ws_a + pl->ws_tile;
 }
@@ -434,7 +442,7 @@ static int gemm_thread(const bg_task *tk)
     const bg_problem *p = tk->p;
     const bg_plan *pl = tk->pl;
     const bg_kernel *kt = tk->kt;
-    const int64_t K = p->K, MR = kt->mr, NR = kt->nr, KC = kt->kc, MC = kt->mc;
+    const int64_t K = p->K, MR = kt->mr, NR = kt->nr, KC = kt->kc, MC = bg_block_mc(kt, K);
     float *bp = (float *)(void *)tk->ws;
     float *ap = (float *)(void *)(tk->ws + pl->ws_b);
     float *tile = (float *)(void *)(tk->ws + pl->ws_b + pl->ws_a);

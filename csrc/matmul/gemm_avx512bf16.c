@@ -34,21 +34,24 @@
 
 #define BG_MR 14
 #define BG_NR 32
-/* Cache blocks (k counts; a panel holds half as many pair slots). A KC x NR panel of B is
- * KC * NR * 2 bytes = 128 KiB (L2, read once per MC block: 13 bytes a cycle with A's 14 pairs,
- * well within the L2's bandwidth), an MC x KC block of A 336 KiB (L2), a KC x NC panel of B
- * 4 MiB (L3; NC 2048 and 4096 measured the same). A long KC keeps the float32 sums of products with K <= 2048 in registers until
- * they are rounded out: no float32 tile to write and read back per K block, which cost 5-10 %
- * at n = 1024-2048 with KC = 512 (AMD EPYC Zen 5, one and two threads, interleaved runs). */
+/* Cache blocks (k counts; a panel holds half as many pair slots). KC = 4096: a KC x NR panel of
+ * B is up to KC * NR * 2 bytes = 256 KiB, read from L2 (13 bytes a cycle with A's 14 pairs, well
+ * within its bandwidth); an A block holds at most 84 x 2048 rows x k (336 KiB, L2), so MC is 168
+ * for K <= 1024, 84 for K = 2048, 42 for K >= 4096 (mc_kc); a KC x NC panel of B is up to 8 MiB
+ * (L3; NC 2048 and 4096 measured the same as 1024). A long KC keeps the float32 sums of products
+ * with K <= 4096 in registers until they are rounded out: no float32 tile to write and read back
+ * per K block, which cost 5-10 % at n = 1024-2048 with KC = 512 (AMD EPYC Zen 5, one and two
+ * threads, interleaved runs), and 5 % at n = 4096 on one thread with KC = 2048. */
 #ifndef BGBF_KC
-#define BGBF_KC 2048
+#define BGBF_KC 4096
 #endif
 #ifndef BGBF_MC
-#define BGBF_MC 84
+#define BGBF_MC 168
 #endif
 #ifndef BGBF_NC
 #define BGBF_NC 1024
 #endif
+#define BGBF_MC_KC (84 * 2048)
 
 #ifndef BG_SKINNY_MINN
 #define BG_SKINNY_MINN 5 /* W @ V with this many columns or more (up to 16) takes skinny_rows */
@@ -567,7 +570,7 @@ _Static_assert(BGBF_MC % BG_MR == 0 && BGBF_NC % BG_NR == 0 && BG_TILE_N % BG_NR
 const bg_kernel bg_kernel_avx512bf16 = {
     .name = "avx512bf16: AVX512-BF16 vdpbf16ps 14x32 on bfloat16 k pairs",
     .tier = BF16_TIER_AVX512BF16,
-    .mr = BG_MR, .nr = BG_NR, .kc = BGBF_KC, .mc = BGBF_MC, .nc = BGBF_NC,
+    .mr = BG_MR, .nr = BG_NR, .kc = BGBF_KC, .mc = BGBF_MC, .nc = BGBF_NC, .mc_kc = BGBF_MC_KC,
     .pack = BG_PACK_BF16_PAIR,
     .gemv_ku = 32,
     .ukernel = ukernel_bf16,

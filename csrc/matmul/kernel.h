@@ -92,6 +92,9 @@ typedef struct bg_kernel_s {
     bf16_tier tier;        /* the lowest tier whose instructions the code needs */
     int mr, nr;            /* register block; mr <= BG_MAX_MR, nr <= BG_MAX_NR */
     int64_t kc, mc, nc;    /* cache blocks; mc a multiple of mr, nc of nr */
+    /* 0, or the most rows x k an A block may hold: MC is then cut to a multiple of mr that keeps
+     * the block of the product's k (min(K, kc)) within it, and is never above mc (bg_block_mc) */
+    int64_t mc_kc;
     bg_pack_format pack;
     int gemv_ku;           /* k per packed V block of gemv_rows: 16 or 32 */
     bg_ukernel_fn ukernel;
