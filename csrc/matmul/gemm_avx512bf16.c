@@ -266,6 +266,20 @@ BG_INLINE void interleave_rows(__m512i r0, __m512i r1, __m512i *lo, __m512i *hi)
     *hi = _mm512_permutex2var_epi16(r0, ihi, r1);
 }
 
+/* One k pair of a B panel from rows contiguous in j: the lm columns of rows k (at s) and k + 1
+ * (s + rs; zero when !two) interleaved into the panel's 32 slots at d; returns the running
+ * |bfloat16| maximum. */
+BG_INLINE __m512i pack_row_pair(const unsigned char *s, int64_t rs, int two, __mmask32 lm, float *d, __m512i mx)
+{
+    __m512i r0 = _mm512_maskz_loadu_epi16(lm, s);
+    __m512i r1 = two ? _mm512_maskz_loadu_epi16(lm, s + rs) : _mm512_setzero_si512();
+    __m512i lo, hi;
+    interleave_rows(r0, r1, &lo, &hi);
+    _mm512_store_si512((void *)d, lo);
+    _mm512_store_si512((void *)(d + 16), hi);
+    return absmax16(absmax16(mx, r0), r1);
+}
+
 BG_TARGET static int pack_b_bf16(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
 {
     const int64_t np = (kc + 1) / 2, nfull = kc / 2;
@@ -277,35 +291,17 @@ BG_TARGET static int pack_b_bf16(const bg_view *b, int64_t p0, int64_t kc, int64
          * in order for the prefetcher, a quarter of the pages per panel) */
         for (; jr + 4 * BG_NR <= nc; jr += 4 * BG_NR, dst += 4 * BG_NR * np) {
             const unsigned char *src = b->p + p0 * b->rs + (j0 + jr) * 2;
-            for (int64_t p = 0; p < np; p++) {
-                const unsigned char *s = src + 2 * p * b->rs;
-                for (int g = 0; g < 4; g++) {
-                    __m512i r0 = _mm512_loadu_si512((const void *)(s + 64 * g));
-                    __m512i r1 = 2 * p + 1 < kc ? _mm512_loadu_si512((const void *)(s + b->rs + 64 * g))
-                                                : _mm512_setzero_si512();
-                    mx = absmax16(absmax16(mx, r0), r1);
-                    __m512i lo, hi;
-                    interleave_rows(r0, r1, &lo, &hi);
-                    float *d = dst + g * BG_NR * np + p * BG_NR;
-                    _mm512_store_si512((void *)d, lo);
-                    _mm512_store_si512((void *)(d + 16), hi);
-                }
-            }
+            for (int64_t p = 0; p < np; p++)
+                for (int g = 0; g < 4; g++)
+                    mx = pack_row_pair(src + 2 * p * b->rs + 64 * g, b->rs, 2 * p + 1 < kc, (__mmask32)0xffffffffu,
+                                       dst + g * BG_NR * np + p * BG_NR, mx);
         }
         for (; jr < nc; jr += BG_NR, dst += BG_NR * np) {
             const unsigned char *src = b->p + p0 * b->rs + (j0 + jr) * 2;
             int64_t nr = nc - jr < BG_NR ? nc - jr : BG_NR;
             __mmask32 lm = nr == BG_NR ? (__mmask32)0xffffffffu : (__mmask32)((1u << nr) - 1u);
-            for (int64_t p = 0; p < np; p++) {
-                const unsigned char *s = src + 2 * p * b->rs;
-                __m512i r0 = _mm512_maskz_loadu_epi16(lm, s);
-                __m512i r1 = 2 * p + 1 < kc ? _mm512_maskz_loadu_epi16(lm, s + b->rs) : _mm512_setzero_si512();
-                mx = absmax16(absmax16(mx, r0), r1);
-                __m512i lo, hi;
-                interleave_rows(r0, r1, &lo, &hi);
-                _mm512_store_si512((void *)(dst + p * BG_NR), lo);
-                _mm512_store_si512((void *)(dst + p * BG_NR + 16), hi);
-            }
+            for (int64_t p = 0; p < np; p++)
+                mx = pack_row_pair(src + 2 * p * b->rs, b->rs, 2 * p + 1 < kc, lm, dst + p * BG_NR, mx);
         }
     } else if (b->rs == 2) { /* columns contiguous in k: a pair is one 32-bit word; 8x8 transposes */
         for (; jr + BG_NR <= nc; jr += BG_NR, dst += BG_NR * np) {

@@ -796,7 +796,8 @@ template <class Op, class = void> struct ClampsInputs : std::false_type {};
 template <class Op>
 struct ClampsInputs<Op, std::void_t<decltype(V<Op>::clamps_inputs)>> : std::true_type {};
 
-/* Ops that evaluate both halves of a block together (f2, with registers from regs()) */
+/* Ops (with clamps_inputs) that evaluate both halves of a block together (f2, with registers
+ * from regs()) */
 template <class Op, class = void> struct PairsHalves : std::false_type {};
 template <class Op> struct PairsHalves<Op, std::void_t<decltype(V<Op>::pairs_halves)>> : std::true_type {};
 struct NoRegs {};
@@ -855,21 +856,19 @@ int twin_unary(const char *a, char *o, npy_intp n)
             __m512i v = load_at(a, i, k), u = v, we, wo;
             __mmask16 clean_e = 0xffff, clean_o = 0xffff, near_e, near_o;
             __mmask32 bad = 0;
-            if constexpr (PairsHalves<Op>::value) {
+            if constexpr (ClampsInputs<Op>::value) {
                 u = V<Op>::clamp(v);
                 bad = _mm512_cmpneq_epi16_mask(u, v);
                 __m512 fe, fo;
-                V<Op>::f2(u, even_f32(u), odd(u), regs, &fe, &fo);
+                if constexpr (PairsHalves<Op>::value) {
+                    V<Op>::f2(u, even_f32(u), odd(u), regs, &fe, &fo);
+                }
+                else {
+                    fe = V<Op>::f(even_f32(u));
+                    fo = V<Op>::f(odd(u));
+                }
                 we = add_half_ulp(fe, half);
                 wo = add_half_ulp(fo, half);
-                near_e = near_midpoint(we, nb);
-                near_o = near_midpoint(wo, nb);
-            }
-            else if constexpr (ClampsInputs<Op>::value) {
-                u = V<Op>::clamp(v);
-                bad = _mm512_cmpneq_epi16_mask(u, v);
-                we = add_half_ulp(V<Op>::f(even_f32(u)), half);
-                wo = add_half_ulp(V<Op>::f(odd(u)), half);
                 near_e = near_midpoint(we, nb);
                 near_o = near_midpoint(wo, nb);
             }
