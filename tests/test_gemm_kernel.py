@@ -346,6 +346,15 @@ for sa, sb in [((70, 600), (600, 97)), ((300, 300), (300, 300)), ((20, 100), (10
             x, y = x.astype(bd.bfloat16), y.astype(bd.bfloat16)
             h.update(bd.matmul(x, y, out_dtype=np.float32).tobytes())
             h.update(bd.matmul(x, y).tobytes())
+# W @ x with the inf or NaN where the vector holds 0 or a subnormal (0 * inf), +inf and -inf in one
+# row, a NaN in the last, partial 32-k block, and (one thread) rows that stream (BG_ROWS_STREAM_BYTES)
+for m, k, threads in [(300, 1000, 2), (64, 77, 1), (6400, 2049, 1)]:
+    w = rng.standard_normal((m, k)).astype(np.float32)
+    x = rng.standard_normal(k).astype(np.float32)
+    x[5], x[9] = 0.0, 2.0 ** -130
+    w[7, 5], w[8, 9], w[11, 2], w[11, 3], w[12, k - 1] = np.inf, -np.inf, np.inf, -np.inf, np.nan
+    with np.errstate(all="ignore"), bd.num_threads(threads):
+        h.update(bd.matmul(w.astype(bd.bfloat16), x.astype(bd.bfloat16), out_dtype=np.float32).tobytes())
 print(h.hexdigest())
 """
 
@@ -453,6 +462,21 @@ def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
         with bd.num_threads(threads):
             r32 = bd.matmul(w, v, out_dtype=np.float32)
         assert np.array_equal(f32_bits(r32), f32_bits(expected)), (n, k, threads)
+
+
+def test_gemv_streamed_rows_keep_the_lane_order(rng):
+    """A W @ x whose rows in one thread exceed BG_ROWS_STREAM_BYTES (24 MiB, csrc/matmul/
+    gemm_avx512.c) runs one row per tile at the avx512bf16 tier: the same documented order, so one
+    thread (streamed) and two (12.5 MiB each, four-row tiles) give the same bits."""
+    w = rng.standard_normal((6400, 2049)).astype(np.float32).astype(bfloat16)
+    v = rng.standard_normal(2049).astype(np.float32).astype(bfloat16)
+    W, V = w.astype(np.float32), v.astype(np.float32)
+    ku = 32 if bd._ext._gemm_kernel.startswith("avx512") else 16
+    expected = gemv_lane_order(W, V[:, None], ku, bd._ext._gemm_kernel.startswith("avx512bf16"))[:, 0]
+    for threads in (1, 2):
+        with bd.num_threads(threads):
+            r32 = bd.matmul(w, v, out_dtype=np.float32)
+        assert np.array_equal(f32_bits(r32), f32_bits(expected)), threads
 
 
 @pytest.mark.parametrize("n", [1, 3, 4])

@@ -331,22 +331,18 @@ BG_TARGET static int pack_b_bf16(const bg_view *b, int64_t p0, int64_t kc, int64
  * GEMV / skinny products, K contiguous: the avx512 kernel's driver (bg_gemv_rows_16lanes) with
  * tiles of vdpbf16ps on the rows as loaded (32 bfloat16 = 16 pairs per 64 bytes) and V packed as
  * bfloat16 (kernel.h, bg_gemv_rows_fn): one instruction per 32 k, row and column, where the float32
- * tiles widen the row twice and issue two FMAs. The rows are checked for inf/NaN as they stream.
+ * tiles widen the row twice and issue two FMAs. The driver looks for inf/NaN in the sums (check).
  * ---------------------------------------------------------------------------------------------- */
 
 BG_INLINE void rows_tile_dp(const unsigned char *const *rows, int R, const float *v, int64_t vstep, int C,
-                            int64_t nb, float *acc, int64_t ldacc, int64_t pf, int *nonfinite)
+                            int64_t nb, float *acc, int64_t ldacc, int64_t pf)
 {
     __m512 s[4][4];
-    __m512i mx = _mm512_setzero_si512();
     for (int r = 0; r < R; r++)
         for (int j = 0; j < C; j++) s[r][j] = _mm512_load_ps(acc + r * ldacc + j * 16);
     for (int64_t t = 0; t < nb; t++) {
         __m512i x[4];
-        for (int r = 0; r < R; r++) {
-            x[r] = _mm512_loadu_si512((const void *)(rows[r] + t * 64));
-            mx = absmax16(mx, x[r]);
-        }
+        for (int r = 0; r < R; r++) x[r] = _mm512_loadu_si512((const void *)(rows[r] + t * 64));
         if (pf)
             for (int r = 0; r < R; r++) _mm_prefetch((const char *)(rows[r] + t * 64 + pf), _MM_HINT_T0);
         for (int j = 0; j < C; j++) {
@@ -357,15 +353,14 @@ BG_INLINE void rows_tile_dp(const unsigned char *const *rows, int R, const float
     }
     for (int r = 0; r < R; r++)
         for (int j = 0; j < C; j++) _mm512_store_ps(acc + r * ldacc + j * 16, s[r][j]);
-    if (any_nonfinite(mx)) *nonfinite = 1;
 }
 
 #define BG_RT(R, C)                                                                                 \
     BG_TARGET static void rows_tile_##R##x##C(const unsigned char *const *rows, const float *v,     \
                                               int64_t vstep, int64_t nb, float *acc, int64_t ldacc, \
-                                              int64_t pf, int *nonfinite)                           \
+                                              int64_t pf)                                           \
     {                                                                                               \
-        rows_tile_dp(rows, R, v, vstep, C, nb, acc, ldacc, pf, nonfinite);                          \
+        rows_tile_dp(rows, R, v, vstep, C, nb, acc, ldacc, pf);                                     \
     }
 BG_RT(1, 1) BG_RT(1, 2) BG_RT(1, 3) BG_RT(1, 4)
 BG_RT(2, 1) BG_RT(2, 2) BG_RT(2, 3) BG_RT(2, 4)
@@ -382,7 +377,7 @@ static const bg_rows_tile_fn rows_tiles[4][4] = {
 BG_TARGET static int gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                     int64_t kpad, int64_t n, const bg_out *c)
 {
-    return bg_gemv_rows_16lanes(a, i0, i1, K, vt, kpad, n, c, rows_tiles, 16, 1);
+    return bg_gemv_rows_16lanes(a, i0, i1, K, vt, kpad, n, c, rows_tiles, 16, 1, 1);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -177,9 +177,10 @@ void bg_gemv_cols_avx2(const bg_view *a, int64_t i0, int64_t i1, int64_t K, cons
 /* AVX-512 pieces the AVX512-BF16 kernel reuses: gemm_avx512.c. A GEMV tile: R rows x C columns
  * of 16-lane accumulators over nb 32-k blocks (see bg_gemv_rows_16lanes). */
 typedef void (*bg_rows_tile_fn)(const unsigned char *const *rows, const float *v, int64_t vstep, int64_t nb,
-                                float *acc, int64_t ldacc, int64_t pf, int *nonfinite);
+                                float *acc, int64_t ldacc, int64_t pf);
 int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt, int64_t kpad,
-                         int64_t n, const bg_out *c, const bg_rows_tile_fn tiles[4][4], int vfl, int check);
+                         int64_t n, const bg_out *c, const bg_rows_tile_fn tiles[4][4], int vfl, int check,
+                         int stream);
 #endif
 
 #endif /* BF16_GEMM_KERNEL_H */
