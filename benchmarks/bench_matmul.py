@@ -307,8 +307,37 @@ def _threads(v: Variant, n: int):
         raise ValueError(f"no thread control for {c.key}")
 
 
+PEAK = "peak"  # column of the kernel's instruction alone (build_matmul_threads)
+
+
+def _peak_variant(ctx: Context) -> Variant | None:
+    """Our kernel's arithmetic instruction alone (``_ext._gemm_peak``: vdpbf16ps at the avx512bf16
+    tier, the FMA below), in registers, for the row's flops on the row's threads through the same
+    thread pool as a product: the time no GEMM of that size can beat on this machine, measured in
+    the same run as the product. Its column reads *no SIMD kernel* at the baseline tier."""
+    ours = next((c for c in ctx.contenders if c.key == OURS), None)
+    if ours is None:
+        return None
+    label = "our kernel's instruction alone"
+    if not ours.available:
+        return Variant(PEAK, label, _Unavailable(PEAK, ours.status), lambda a, b: None)
+    peak = getattr(getattr(ours.module, "_ext", None), "_gemm_peak", None)
+    try:
+        has_loop = peak is not None and peak(1.0)
+    except Exception as exc:  # noqa: BLE001 -- reported in the column, as any contender's error
+        return Variant(PEAK, label, _Unavailable(PEAK, f"error: {type(exc).__name__}: {exc}"), lambda a, b: None)
+    if peak is None:
+        return Variant(PEAK, label, _Unavailable(PEAK, "not in this build of bfloat16_dtype"), lambda a, b: None)
+    if not has_loop:
+        return Variant(PEAK, label, _Unavailable(PEAK, "no SIMD kernel (baseline tier)"), lambda a, b: None)
+    return Variant(PEAK, label, ours, lambda a, b: peak(2.0 * a.shape[0] * a.shape[1] * b.shape[1]))
+
+
 def build_matmul_threads(ctx: Context) -> Section:
     vs = [v for v in variants(ctx) if v.key in (OURS, "ours_operator", "float32", "torch")]
+    peak = _peak_variant(ctx)
+    if peak is not None:
+        vs.append(peak)
     if _threadpoolctl() is None:
         vs = [
             dataclasses.replace(v, contender=_Unavailable(v.key, "threadpoolctl not installed"))
@@ -325,10 +354,15 @@ def build_matmul_threads(ctx: Context) -> Section:
             "(the float32 column reads *threadpoolctl not installed* without it), torch through "
             "`torch.set_num_threads(n)`. Time per call and GFLOP/s (2·n³ / time); speedup is at the "
             "same thread count. float16 (numpy's own loop) and ml_dtypes are left out: see the "
-            "GEMM table for them at the default thread count."
+            "GEMM table for them at the default thread count. *our kernel's instruction alone*: "
+            "the micro-kernel's arithmetic instruction (vdpbf16ps at the avx512bf16 tier, the "
+            "float32 FMA at avx512/avx2) issued from registers only, as many flops as the row's "
+            "product, on the same threads and through the same thread pool (`_ext._gemm_peak`): "
+            "the fastest any GEMM of that size can be here, measured in this run, so its speedup "
+            "column is the fraction of that limit our product reaches."
         ),
         columns=_columns(vs),
-        ratio_columns=[Column(v.key, v.label) for v in vs if v.key in ("float32", "torch")],
+        ratio_columns=[Column(v.key, v.label) for v in vs if v.key in ("float32", "torch", PEAK)],
         rate_unit="GFLOP/s",
     )
     sizes = ctx.settings.pick_sizes(FULL_THREADED, QUICK_THREADED)

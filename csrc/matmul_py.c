@@ -165,10 +165,38 @@ workspace_bytes_py(PyObject *NPY_UNUSED(self), PyObject *args)
     return PyLong_FromLongLong(bf16_gemm_workspace_bytes(M, N, K, nthreads));
 }
 
+static PyObject *
+gemm_peak_py(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    double flops = PyFloat_AsDouble(arg);
+    if (flops == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!(flops > 0.0 && flops <= 1e15)) {
+        PyErr_Format(PyExc_ValueError, "_gemm_peak: flops must be in (0, 1e15], got %R", arg);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = bf16_gemm_peak(flops, 0);
+    Py_END_ALLOW_THREADS
+    if (rc == BF16_GEMM_ENOMEM) {
+        return PyErr_NoMemory();
+    }
+    if (rc != 0) { /* the portable kernel: no single instruction to time */
+        Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef matmul_methods[] = {
     {"_gemm", gemm_py, METH_VARARGS, "Batched bfloat16 GEMM into a bfloat16/float32 out."},
     {"get_num_threads", get_num_threads_py, METH_NOARGS, "Threads the matmul kernel uses."},
     {"set_num_threads", set_num_threads_py, METH_O, "Set the threads the matmul kernel uses."},
+    {"_gemm_peak", gemm_peak_py, METH_O,
+     "Run this many flops of the matmul kernel's arithmetic instruction alone, in registers, on "
+     "get_num_threads() threads (benchmarks: the rate a GEMM could reach). False when the kernel "
+     "(baseline tier) has no such loop."},
     {"_workspace_bytes", workspace_bytes_py, METH_VARARGS,
      "Upper bound of the extra memory one matmul of (M, N, K) allocates."},
     {NULL, NULL, 0, NULL}};

@@ -142,10 +142,16 @@ def test_matmul_extras_small_sizes_threads_batches_and_memory(quick_run):
     sizes = {r["size"] for r in sections["matmul"]["rows"]}
     assert {"n=16", "n=64"} <= sizes  # call overhead rows
     threads = sections["matmul_threads"]
-    assert [c["key"] for c in threads["columns"]] == ["ours", "ours_operator", "float32", "torch"]
+    assert [c["key"] for c in threads["columns"]] == ["ours", "ours_operator", "float32", "torch", "peak"]
+    assert threads["speedup_columns"] == ["float32", "torch", "peak"]
     assert {r["operation"] for r in threads["rows"]} == {"a @ b, 1 thread", "a @ b, 2 threads"}
+    import bfloat16_dtype as bd
+    simd = not bd._ext._gemm_kernel.startswith("baseline")
     for row in threads["rows"]:
         assert row["cells"]["ours"]["status"] == "ok"
+        # the kernel's instruction alone, for the same flops (bench_matmul._peak_variant)
+        assert row["cells"]["peak"]["status"] == ("ok" if simd else "not installed")
+        assert (row["speedup"]["peak"] is not None) == simd
         expected = "ok" if importlib.util.find_spec("threadpoolctl") else "not installed"
         assert row["cells"]["float32"]["status"] == expected
         assert "float32" in row["speedup"]

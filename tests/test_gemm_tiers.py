@@ -64,3 +64,30 @@ def test_avx2_and_baseline_kernels_give_the_same_bits():
         assert name == tier
         digests[tier] = digest
     assert digests["baseline"] == digests["avx2"]
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_peak_loop_runs_at_every_tier(tier):
+    """_ext._gemm_peak (the benchmarks' instruction-rate reference, bg_kernel.peak in
+    csrc/matmul/kernel.h) runs the tier's micro-kernel instruction on 1 and 3 threads; the
+    portable kernel has none and says so with False."""
+    info = bd.config()
+    if TIERS.index(tier) > TIERS.index(info["detected"]):
+        pytest.skip(f"CPU lacks the {tier} tier ({info['reason']})")
+    code = ("import bfloat16_dtype as bd\n"
+            "with bd.num_threads(1): a = bd._ext._gemm_peak(1e7)\n"
+            "with bd.num_threads(3): b = bd._ext._gemm_peak(2e7)\n"
+            "print(bd._ext._gemm_kernel.split(':')[0], a, b)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, BFLOAT16_DTYPE_ISA=tier))
+    assert r.returncode == 0, r.stderr
+    expected = "False False" if tier == "baseline" else "True True"
+    assert r.stdout.split() == [tier] + expected.split()
+
+
+@pytest.mark.parametrize("flops", [0, -1.0, float("nan"), float("inf"), 1e16])
+def test_peak_loop_rejects_bad_work(flops):
+    with pytest.raises(ValueError, match="flops must be in"):
+        bd._ext._gemm_peak(flops)
+    with pytest.raises(TypeError):
+        bd._ext._gemm_peak("1e6")

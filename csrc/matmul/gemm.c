@@ -284,6 +284,7 @@ typedef struct {
     struct bg_batch_s *batch; /* a thread's share of a batch of products (batch_thread), or NULL */
     int fe;                  /* the IEEE flags the task raised (run_task) */
     int nonfinite;           /* a packer of a kernel with a fallback met an inf or NaN */
+    int64_t peak_iters;      /* bf16_gemm_peak: rounds of kt->peak, nothing else */
     pthread_t tid;
     int started;
 } bg_task;
@@ -597,7 +598,9 @@ static void batch_thread(struct bg_batch_s *bt);
 
 static void run_task_body(bg_task *tk)
 {
-    if (tk->batch != NULL)
+    if (tk->peak_iters > 0)
+        tk->kt->peak(tk->peak_iters);
+    else if (tk->batch != NULL)
         batch_thread(tk->batch);
     else if (tk->pl->path == PATH_GEMM)
         tk->nonfinite = gemm_thread(tk);
@@ -1043,6 +1046,22 @@ int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
         run_tasks(tasks, (int)t);
     }
     return atomic_load(&bt.rc);
+}
+
+int bf16_gemm_peak(double flops, int nthreads)
+{
+    const bg_kernel *kt = select_kernel();
+    if (kt->peak == NULL || !(flops > 0.0 && flops <= 1e15)) return 1;
+    if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
+    if (nthreads > BG_MAX_THREADS) nthreads = BG_MAX_THREADS;
+    bg_task *tasks = (bg_task *)calloc((size_t)nthreads, sizeof(bg_task));
+    if (tasks == NULL) return BF16_GEMM_ENOMEM;
+    /* each thread its share of the rounds, at least one */
+    int64_t iters = (int64_t)(flops / ((double)kt->peak_flops * nthreads)) + 1;
+    for (int t = 0; t < nthreads; t++) tasks[t].kt = kt, tasks[t].peak_iters = iters;
+    run_tasks(tasks, nthreads);
+    free(tasks);
+    return 0;
 }
 
 int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)

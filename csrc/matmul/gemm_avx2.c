@@ -732,6 +732,10 @@ BG_TARGET static int small_avx2(int64_t M, int64_t N, int64_t K, const bg_view *
 }
 #undef BG_SMALL_ROWS
 
+#define BG_FMA8(s, x) _mm256_fmadd_ps(x, x, s)
+BG_PEAK_LOOP(peak_avx2, BG_TARGET, __m256, _mm256_setzero_ps(), __m256, _mm256_setzero_ps(), BG_FMA8)
+#undef BG_FMA8
+
 const bg_kernel bg_kernel_avx2 = {
     .name = "avx2: AVX2+FMA float32 6x16 (bfloat16 widened while packing)",
     .tier = BF16_TIER_AVX2,
@@ -748,6 +752,8 @@ const bg_kernel bg_kernel_avx2 = {
     .small = small_avx2,
     .small_maxn = 32,
     .fallback = NULL,
+    .peak = peak_avx2,
+    .peak_flops = BG_PEAK_CHAINS * 16, /* 8 lanes x (multiply + add) per FMA */
 };
 
 #endif /* BG_HAVE_X86 */

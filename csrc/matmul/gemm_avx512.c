@@ -445,6 +445,10 @@ BG_TARGET static int small_avx512(int64_t M, int64_t N, int64_t K, const bg_view
 _Static_assert(BG512_MC % BG_MR == 0 && BG512_NC % BG_NR == 0 && BG_TILE_N % BG_NR == 0,
                "kernel.h: MC must be a multiple of MR, NC and the tile width of NR");
 
+#define BG_FMA16(s, x) _mm512_fmadd_ps(x, x, s)
+BG_PEAK_LOOP(peak_avx512, BG_TARGET, __m512, _mm512_setzero_ps(), __m512, _mm512_setzero_ps(), BG_FMA16)
+#undef BG_FMA16
+
 const bg_kernel bg_kernel_avx512 = {
     .name = "avx512: AVX-512F float32 14x32 (bfloat16 widened while packing)",
     .tier = BF16_TIER_AVX512,
@@ -461,6 +465,8 @@ const bg_kernel bg_kernel_avx512 = {
     .small = small_avx512,
     .small_maxn = 64,
     .fallback = NULL,
+    .peak = peak_avx512,
+    .peak_flops = BG_PEAK_CHAINS * 32, /* 16 lanes x (multiply + add) per FMA */
 };
 
 #endif /* BG_HAVE_AVX512 */

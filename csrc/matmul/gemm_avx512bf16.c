@@ -558,6 +558,11 @@ BG_TARGET static int small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *
 _Static_assert(BGBF_MC % BG_MR == 0 && BGBF_NC % BG_NR == 0 && BG_TILE_N % BG_NR == 0 && BGBF_KC % 2 == 0,
                "kernel.h: MC must be a multiple of MR, NC and the tile width of NR, KC even");
 
+#define BG_DP(s, x) _mm512_dpbf16_ps(s, x, x)
+BG_PEAK_LOOP(peak_bf16, BG_TARGET, __m512, _mm512_setzero_ps(), __m512bh, (__m512bh)_mm512_setzero_si512(),
+             BG_DP)
+#undef BG_DP
+
 const bg_kernel bg_kernel_avx512bf16 = {
     .name = "avx512bf16: AVX512-BF16 vdpbf16ps 14x32 on bfloat16 k pairs",
     .tier = BF16_TIER_AVX512BF16,
@@ -577,6 +582,8 @@ const bg_kernel bg_kernel_avx512bf16 = {
     .small = small_bf16,
     .small_maxn = 64,
     .fallback = &bg_kernel_avx512,
+    .peak = peak_bf16,
+    .peak_flops = BG_PEAK_CHAINS * 64, /* 16 lanes x 2 pairs x (multiply + add) per vdpbf16ps */
 };
 
 #endif /* BG_HAVE_AVX512BF16 */

@@ -126,7 +126,19 @@ typedef struct bg_kernel_s {
      * every product this one's does (small_maxn at least as large).
      */
     const struct bg_kernel_s *fallback;
+    /*
+     * May be NULL (the portable kernel). The micro-kernel's arithmetic instruction alone: `iters`
+     * rounds of BG_PEAK_CHAINS independent register-only chains of it, peak_flops flops per
+     * round, for bf16_gemm_peak (benchmarks: what fraction of the instruction's rate the GEMM
+     * reaches).
+     */
+    void (*peak)(int64_t iters);
+    int peak_flops;
 } bg_kernel;
+
+/* independent accumulators of a peak loop: at least the instruction's latency x throughput, and
+ * within the 16 ymm registers of AVX2 (Zen 5: 16, 24 and 28 chains of vdpbf16ps ran as fast) */
+#define BG_PEAK_CHAINS 12
 
 /* 32-bit slots per row or column of a panel of kc k (BG_PACK_BF16_PAIR: pairs of k). */
 static inline int64_t bg_kslots(bg_pack_format pack, int64_t kc)

@@ -10,6 +10,25 @@
 
 #define BG_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma")))
 
+/*
+ * A kernel's peak loop (kernel.h, bg_kernel.peak): `fn(iters)` runs BG_PEAK_CHAINS accumulators
+ * of type ACC, each updated once a round by STEP(acc, x) with an operand x = INIT of type OPND
+ * that an empty asm makes opaque every round (so nothing is folded or hoisted); the empty asm at
+ * the end keeps the sums alive without storing them anywhere.
+ */
+#define BG_PEAK_LOOP(fn, TARGET, ACC, ZERO, OPND, INIT, STEP)                                        \
+    TARGET static void fn(int64_t iters)                                                             \
+    {                                                                                                \
+        ACC s[BG_PEAK_CHAINS];                                                                       \
+        OPND x = INIT;                                                                               \
+        for (int j = 0; j < BG_PEAK_CHAINS; j++) s[j] = ZERO;                                        \
+        for (int64_t i = 0; i < iters; i++) {                                                        \
+            __asm__("" : "+v"(x));                                                                   \
+            for (int j = 0; j < BG_PEAK_CHAINS; j++) s[j] = STEP(s[j], x);                           \
+        }                                                                                            \
+        for (int j = 0; j < BG_PEAK_CHAINS; j++) __asm__ volatile("" : : "v"(s[j]));                 \
+    }
+
 /* 8 bfloat16 (16 bytes, any alignment) -> 8 float32: zero-extend to 32 bits, shift into the high half. */
 BG_AVX2_INLINE __m256 widen8(const unsigned char *p)
 {
