@@ -276,9 +276,9 @@ template <> struct V<Exp2> {
     }
 };
 
-/* log x = e ln2 + f g(f), x = 2^e (1 + f), 1 + f in [0.75, 1.5) (getmant/getexp, subnormals
- * included), g a degree-8 fit of log1p(f) / f (Chebyshev nodes). Clean for 0 < x < inf. */
-/* x = 2^e (1 + f): e, and f g(f) ~ log1p(f); x must be positive and finite. */
+/* For a float32 x = 2^e (1 + f), 1 + f in [0.75, 1.5) (getmant/getexp, subnormals included): e,
+ * and f g(f) ~ log1p(f), g a degree-8 fit of log1p(f) / f (Chebyshev nodes); x must be positive
+ * and finite (log1p's u = 1 + x, which has more bits than a bfloat16). */
 inline void log_parts(__m512 x, __m512 *e, __m512 *log1p_f)
 {
     __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
@@ -291,46 +291,40 @@ inline void log_parts(__m512 x, __m512 *e, __m512 *log1p_f)
     *log1p_f = _mm512_mul_ps(fr, g);
 }
 
-inline __mmask16 positive_finite(__m512 x)
-{
-    return _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
-           _mm512_cmp_ps_mask(x, c(INFINITY), _CMP_LT_OQ);
-}
-
 /*
- * log x for a bfloat16 x: as in log_parts, but 1 + f then has 7 bits after its leading one, so
- * f takes only 96 values, and g of degree 7 fitted on those (least maximal relative error of
- * f g(f) against log1p f, 1.9e-7) is enough: about 4 float32 ulps after the float32 evaluation,
- * well inside NEAR (every result is checked against float64 log by
- * test_unary_exhaustive_every_layout in tests/umath_tier_checks.py). Clean for normal x from
- * 2^-126 up to 1.5 * 2^127 (exclusive), where 4x/3 is normal and finite; subnormal x, the top
- * of the range and x <= 0, inf, NaN are redone.
+ * log x, log2 x and log10 x for a bfloat16 x = 2^e (1 + j/128): with m = 1 + j/128 for j < 64
+ * and m = (1 + j/128) / 2 (and e + 1) for j >= 64, m lies in [0.75, 1.5) and
+ * log_b x = e log_b(2) + log_b(m), where log_b(m) takes only 128 values: a table of float32,
+ * looked up in 32 lanes at once (its upper and lower 16-bit halves apart, two vpermt2w each) and
+ * split into the even and odd elements, then one FMA (for base 2 an exact product: one
+ * rounding, as an addition). Where the two terms have opposite signs, the result is at least
+ * log_b(2) - log_b(1.5) = 0.415 log_b(2) in magnitude, |log_b(m)| < 0.585 log_b(2): the binade of
+ * |log_b(m)| or above, so the error stays below 1.5 float32 ulps of the result (log_b(m) and the
+ * FMA each round once; log_b(2) rounded to float32 is at most 2^-24 off relative), well inside
+ * NEAR; every result is checked against float64 math by test_unary_exhaustive_every_layout in
+ * tests/umath_tier_checks.py. Clean for normal x from 2^-126 to the largest finite bfloat16;
+ * subnormal x, x <= 0, inf and NaN are redone. (A polynomial in m, as log_parts, measured 0.7x
+ * numpy's float32 log2 on 10^4-10^5 elements; this, 2x.)
  */
-/*
- * log x for a bfloat16 x = 2^e (1 + j/128): with m = 1 + j/128 for j < 64 and m = (1 + j/128) / 2
- * (and e + 1) for j >= 64, m lies in [0.75, 1.5) and log x = e ln2 + log m, where log m takes
- * only 128 values: a table of float32, looked up in 32 lanes at once (its upper and lower
- * 16-bit halves apart, two vpermt2w each) and split into the even and odd elements. Where
- * e ln2 and log m have opposite signs, |e ln2 + log m| >= ln2 - ln1.5 = 0.288: the binade of
- * |log m| < 0.405 or above, so the error stays below 1.5 float32 ulps of the result (log m and the FMA each round once; ln 2 rounded to float32 is 2.8e-9 off
- * relative), well inside NEAR; every result is checked against float64
- * log by test_unary_exhaustive_every_layout in tests/umath_tier_checks.py. Clean for normal x
- * from 2^-126 to the largest finite bfloat16; subnormal x, x <= 0, inf and NaN are redone.
- */
-template <> struct V<Log> {
+enum class LogBase { E, Two, Ten };
+template <LogBase B> struct LogByTable {
     static constexpr bool approximate = true, clamps_inputs = true, pairs_halves = true;
+    static double log_b(double x)
+    {
+        return B == LogBase::E ? std::log(x) : B == LogBase::Two ? std::log2(x) : std::log10(x);
+    }
     /* 0x0080 ... 0x7f7f in signed 16-bit order: negative x, NaNs with the sign bit, zeros and
      * subnormals go to 0x0080, +inf and positive NaNs to 0x7f7f */
     static __m512i clamp(__m512i v) { return clamp_signed(v, 0x0080, 0x7f7f); }
     struct Table {
-        alignas(64) uint16_t hi[128], lo[128]; /* the float32 bits of log m, by j */
+        alignas(64) uint16_t hi[128], lo[128]; /* the float32 bits of log_b(m), by j */
     };
     static const Table &table()
     {
         static const Table t = [] {
             Table b{};
             for (int j = 0; j < 128; j++) {
-                float l = (float)(j < 64 ? std::log1p(j / 128.0) : std::log(0.5 + j / 256.0));
+                float l = (float)log_b(j < 64 ? 1.0 + j / 128.0 : 0.5 + j / 256.0);
                 uint32_t u;
                 memcpy(&u, &l, 4);
                 b.hi[j] = (uint16_t)(u >> 16);
@@ -344,7 +338,7 @@ template <> struct V<Log> {
      * (which would otherwise form the constants anew in every block). */
     struct Regs {
         __m512i hi[4], lo[4], bit6, low16;
-        __m512 bit22, one, ln2;
+        __m512 bit22, one, log_b2;
     };
     static Regs regs()
     {
@@ -357,19 +351,19 @@ template <> struct V<Log> {
         r.low16 = _mm512_set1_epi32(0xffff);
         r.bit22 = _mm512_castsi512_ps(_mm512_set1_epi32(1 << 22));
         r.one = c(1.0f);
-        r.ln2 = c(0.693147180559945309f);
-        __asm__("" : "+v"(r.bit6), "+v"(r.low16), "+v"(r.bit22), "+v"(r.one), "+v"(r.ln2));
+        r.log_b2 = c((float)log_b(2.0));
+        __asm__("" : "+v"(r.bit6), "+v"(r.low16), "+v"(r.bit22), "+v"(r.one), "+v"(r.log_b2));
         return r;
     }
-    /* e ln2 + log m of one half (x: the widened elements, l: their log m) */
+    /* e log_b(2) + log_b(m) of one half (x: the widened elements, l: their log_b(m)) */
     static __m512 half(__m512 x, __m512 l, const Regs &c)
     {
         __mmask16 upper_m = _mm512_test_epi32_mask(_mm512_castps_si512(x),
                                                    _mm512_castps_si512(c.bit22));
         __m512 e = _mm512_getexp_ps(x);
-        return fmadd(_mm512_mask_add_ps(e, upper_m, e, c.one), c.ln2, l);
+        return fmadd(_mm512_mask_add_ps(e, upper_m, e, c.one), c.log_b2, l);
     }
-    /* 32 clamped inputs u -> the float32 logs of the even (*fe) and odd (*fo) elements */
+    /* 32 clamped inputs u -> the float32 results of the even (*fe) and odd (*fo) elements */
     static void f2(__m512i u, __m512 xe, __m512 xo, const Regs &c, __m512 *fe, __m512 *fo)
     {
         __mmask32 upper_j = _mm512_test_epi16_mask(u, c.bit6); /* j >= 64 */
@@ -384,18 +378,9 @@ template <> struct V<Log> {
         *fo = half(xo, _mm512_castsi512_ps(lo), c);
     }
 };
-
-/* log2 x = e + log1p(f) / ln2 */
-template <> struct V<Log2> {
-    static constexpr bool approximate = true;
-    static __m512 f(__m512 x, __mmask16 *clean)
-    {
-        *clean = positive_finite(x);
-        __m512 e, l;
-        log_parts(_mm512_mask_blend_ps(*clean, c(1.0f), x), &e, &l);
-        return fmadd(l, c(1.44269504088896341f), e);
-    }
-};
+template <> struct V<Log> : LogByTable<LogBase::E> {};
+template <> struct V<Log2> : LogByTable<LogBase::Two> {};
+template <> struct V<Log10> : LogByTable<LogBase::Ten> {};
 
 /* expm1 t for t in [-60, 88.5]: t = n ln2 + r, expm1(r) = r + r^2 q(r) (q a degree-4 fit,
  * Chebyshev nodes); for n != 0, 2^n (expm1(r) + 1) - 1 by scalef (no 2^128 is formed). */
