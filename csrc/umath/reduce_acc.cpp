@@ -6,6 +6,7 @@
 #include "umath/umath.h"
 
 #include <algorithm>
+#include <atomic>
 #include <new>
 #include <vector>
 
@@ -63,35 +64,26 @@ static const size_t shadow_probe_slots = (size_t)1 << 12;
 
 /*
  * Every add and multiply call gets a Shadow (acc_get_loop), most of them never use it; the
- * memory of the last one freed on a thread is kept for the thread's next call (a malloc and a
- * free per call were ~40 of the ~340 ns numpy spends on a small np.add, AMD EPYC Zen 5). Each
- * call still constructs its Shadow afresh; the block is released when the thread ends.
+ * memory of the last one freed is kept for the next call (a malloc and a free per call were ~40
+ * of the ~340 ns numpy spends on a small np.add, AMD EPYC Zen 5). One slot for the process,
+ * taken and put back with an atomic exchange each (a concurrent call finds it empty and
+ * allocates), as the matmul keeps its workspace; each call still constructs its Shadow afresh.
  */
-struct SpareShadow {
-    void *block = nullptr;
-    ~SpareShadow() { ::operator delete(block); }
-};
-static thread_local SpareShadow spare_shadow;
+static std::atomic<void *> spare_shadow{nullptr};
 
 static void
 shadow_free(NpyAuxData *aux)
 {
     Shadow *m = reinterpret_cast<Shadow *>(aux);
     m->~Shadow();
-    if (spare_shadow.block == nullptr) {
-        spare_shadow.block = m;
-    }
-    else {
-        ::operator delete(m);
-    }
+    ::operator delete(spare_shadow.exchange(m, std::memory_order_acq_rel));
 }
 
 /* Memory for one Shadow: the thread's spare block, or a new one (nullptr: none) */
 static void *
 shadow_block()
 {
-    void *block = spare_shadow.block;
-    spare_shadow.block = nullptr;
+    void *block = spare_shadow.exchange(nullptr, std::memory_order_acquire);
     return block != nullptr ? block : ::operator new(sizeof(Shadow), std::nothrow);
 }
 
