@@ -9,6 +9,8 @@
 * floating-point warnings match what float16 reports for the same operation.
 """
 import itertools
+import subprocess
+import sys
 import warnings
 from fractions import Fraction
 
@@ -579,6 +581,41 @@ def test_large_array_table_path_matches_direct_loop(name, all_values):
             except FloatingPointError as exc:
                 table = str(exc)
         assert (direct is None) == (table is None), (name, i, direct, table)
+
+
+_COUNTED_TABLE = '''
+import sys, numpy as np, bfloat16_dtype as bd
+name = sys.argv[1]
+f = getattr(np, name)
+values = np.arange(65536, dtype=np.uint16).view(bd.bfloat16)
+rounds = []
+for r in range(6):  # 6 x 65,536 elements in calls of 1024: past UNARY_TABLE_BUILD_AFTER (2^18)
+    bits, warned = [], []
+    for i in range(0, 65536, 1024):
+        with np.errstate(all="raise"):
+            try:
+                f(values[i:i + 1024]); warned.append("")
+            except FloatingPointError as exc:
+                warned.append(str(exc))
+        with np.errstate(all="ignore"):
+            bits.append(f(values[i:i + 1024]).view(np.uint16))
+    rounds.append((np.concatenate(bits), warned))
+for out, warned in rounds[1:]:
+    assert np.array_equal(out, rounds[0][0]) and warned == rounds[0][1], name
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("name", ["sinh", "arccosh", "cbrt", "arcsin"])
+def test_table_built_after_many_small_calls_matches_direct_loop(name):
+    """Calls of 64 to 32,767 elements build the function's table once the elements they computed
+    directly reach 2^18 (UNARY_TABLE_BUILD_AFTER, csrc/umath/unary_table.h): in a fresh process the
+    first rounds over all 65,536 inputs run the scalar functor, the last ones the table (flags
+    found in blocks of 64, per input only in blocks that raised one); every round gives the same
+    bits and the same warnings, chunk by chunk."""
+    r = subprocess.run([sys.executable, "-c", _COUNTED_TABLE, name], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
 
 
 # ---- dtype=bfloat16 with inputs of other types ------------------------------------------

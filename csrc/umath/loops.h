@@ -627,9 +627,10 @@ static void compare_loop(char **args, npy_intp const *dims, npy_intp const *step
     }
 }
 
-/* Contiguous calls go to the tier's twin where it has one; other large calls read their
- * results from the function's 65,536-entry table (built on the first call of at least 32,768
- * elements, used from 64 on once it exists). */
+/* Contiguous calls go to the tier's twin where it has one; other calls of 64 elements or more
+ * read their results from the function's 65,536-entry table once it exists. It is built by the
+ * first call of at least 32,768 elements, or by the call that brings the elements computed
+ * directly (in calls of 64 or more) to UNARY_TABLE_BUILD_AFTER (unary_table.h). */
 template <class Op>
 static void unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
@@ -641,8 +642,15 @@ static void unary_loop(char **args, npy_intp const *dims, npy_intp const *steps,
         report_overflow(ovf);
         return;
     }
-    const UnaryTable *table =
-            n >= 64 ? unary_table_get(unary_table_slot<Op>, Op::f, n >= 32768) : nullptr;
+    const UnaryTable *table = nullptr;
+    if (n >= 64) {
+        table = unary_table_get(unary_table_slot<Op>, Op::f, false);
+        if (table == nullptr) {
+            int64_t direct = unary_direct_count<Op>.fetch_add(n, std::memory_order_relaxed) + n;
+            table = unary_table_get(unary_table_slot<Op>, Op::f,
+                                    n >= 32768 || direct >= UNARY_TABLE_BUILD_AFTER);
+        }
+    }
     if (table != nullptr) {
         unary_table_apply(table, a, steps[0], o, steps[1], n);
         return;
