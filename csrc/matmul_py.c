@@ -172,8 +172,8 @@ gemm_peak_py(PyObject *NPY_UNUSED(self), PyObject *arg)
     if (flops == -1.0 && PyErr_Occurred()) {
         return NULL;
     }
-    if (!(flops > 0.0 && flops <= 1e15)) {
-        PyErr_Format(PyExc_ValueError, "_gemm_peak: flops must be in (0, 1e15], got %R", arg);
+    if (!(flops > 0.0 && flops <= 1e13)) {
+        PyErr_Format(PyExc_ValueError, "_gemm_peak: flops must be in (0, 1e13], got %R", arg);
         return NULL;
     }
     int rc;

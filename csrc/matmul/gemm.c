@@ -1051,7 +1051,7 @@ int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
 int bf16_gemm_peak(double flops, int nthreads)
 {
     const bg_kernel *kt = select_kernel();
-    if (kt->peak == NULL || !(flops > 0.0 && flops <= 1e15)) return 1;
+    if (kt->peak == NULL || !(flops > 0.0 && flops <= 1e13)) return 1;
     if (nthreads <= 0) nthreads = bf16_gemm_get_num_threads();
     if (nthreads > BG_MAX_THREADS) nthreads = BG_MAX_THREADS;
     bg_task *tasks = (bg_task *)calloc((size_t)nthreads, sizeof(bg_task));

@@ -51,8 +51,9 @@ int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
 /* Run `flops` floating-point operations of the chosen kernel's arithmetic instruction alone (in
  * registers, no memory traffic) on nthreads threads (<= 0: bf16_gemm_get_num_threads()), through
  * the same thread pool as a product: the rate a GEMM of that many flops could reach at most.
- * Returns 0; 1 when the kernel has no such loop (the portable one) or flops is not in (0, 1e15];
- * BF16_GEMM_ENOMEM when the thread bookkeeping could not be allocated. Must not touch Python; the caller releases the GIL around it. */
+ * Returns 0; 1 when the kernel has no such loop (the portable one) or flops is not in (0, 1e13]
+ * (1e13 flops take about 20 s on one core); BF16_GEMM_ENOMEM when the thread bookkeeping could not
+ * be allocated. Must not touch Python; the caller releases the GIL around it. */
 int bf16_gemm_peak(double flops, int nthreads);
 /* which kernel runtime dispatch chose, starting with its tier: "avx512: ...", "avx2: ...", "baseline: ..." */
 const char *bf16_gemm_kernel_name(void);
