@@ -346,13 +346,16 @@ for sa, sb in [((70, 600), (600, 97)), ((300, 300), (300, 300)), ((20, 100), (10
             x, y = x.astype(bd.bfloat16), y.astype(bd.bfloat16)
             h.update(bd.matmul(x, y, out_dtype=np.float32).tobytes())
             h.update(bd.matmul(x, y).tobytes())
-# W @ x with the inf or NaN where the vector holds 0 or a subnormal (0 * inf), +inf and -inf in one
-# row, a NaN in the last, partial 32-k block, and (one thread) rows that stream (BG_ROWS_STREAM_BYTES)
-for m, k, threads in [(300, 1000, 2), (64, 77, 1), (6400, 2049, 1)]:
+# W @ x and W @ V (skinny, 5 and 16 columns) with the inf or NaN where V holds 0 or a subnormal
+# (0 * inf), +inf and -inf in one row, a NaN in the last, partial 32-k block, and (one thread)
+# rows that stream (BG_ROWS_STREAM_BYTES): the kernels look for them only in sums not finite
+for m, k, n, threads in [(300, 1000, 1, 2), (64, 77, 1, 1), (6400, 2049, 1, 1), (300, 1000, 16, 2),
+                         (70, 77, 5, 1)]:
     w = rng.standard_normal((m, k)).astype(np.float32)
-    x = rng.standard_normal(k).astype(np.float32)
+    x = rng.standard_normal((k, n)).astype(np.float32)
     x[5], x[9] = 0.0, 2.0 ** -130
     w[7, 5], w[8, 9], w[11, 2], w[11, 3], w[12, k - 1] = np.inf, -np.inf, np.inf, -np.inf, np.nan
+    x = x[:, 0] if n == 1 else x
     with np.errstate(all="ignore"), bd.num_threads(threads):
         h.update(bd.matmul(w.astype(bd.bfloat16), x.astype(bd.bfloat16), out_dtype=np.float32).tobytes())
 print(h.hexdigest())

@@ -280,17 +280,6 @@ static const bg_rows_tile_fn rows_tiles[4][BG_ROWS_MAXC] = {
  * is raised. A finite product costs no check per element (W streamed from memory: the check's two
  * vector ops per 64 bytes cost 10-25 % of W @ x, AMD EPYC Zen 5).
  */
-BG_TARGET static int row_nonfinite(const unsigned char *row, int64_t K)
-{
-    __m512i mx = _mm512_setzero_si512();
-    const __m512i abs = _mm512_set1_epi16(0x7fff);
-    for (int64_t k = 0; k < K; k += 32) {
-        __mmask32 m = K - k >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (K - k)) - 1u);
-        mx = _mm512_max_epu16(mx, _mm512_and_si512(_mm512_maskz_loadu_epi16(m, row + 2 * k), abs));
-    }
-    return _mm512_cmpge_epu16_mask(mx, _mm512_set1_epi16(0x7f80)) != 0;
-}
-
 BG_TARGET int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                    int64_t kpad, int64_t n, const bg_out *c, const bg_rows_tile_fn tiles[4][4],
                                    int vfl, int check, int stream)
@@ -346,9 +335,7 @@ BG_TARGET int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int
             __m512 z = hsum16_many(accbuf + r * ld, (int)n); /* lanes from n on hold 0 */
             if (check) {
                 __m512i zm = bg_absmax32(_mm512_setzero_si512(), z);
-                if (_mm512_cmpge_epu32_mask(zm, _mm512_set1_epi32(0x7f800000)) &&
-                    row_nonfinite(a->p + (p0 + r) * a->rs, K))
-                    return 1;
+                if (bg_any_nonfinite32(zm) && bg_row_nonfinite(a->p + (p0 + r) * a->rs, K)) return 1;
                 mx = _mm512_max_epu32(mx, zm);
             }
             _mm512_store_ps(sums + 16 * r, z);

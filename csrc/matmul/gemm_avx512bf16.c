@@ -395,18 +395,14 @@ BG_TARGET static int gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, in
 #define BG_SK_PF 512 /* software prefetch distance along each row, bytes */
 
 BG_INLINE void skinny_tile(const unsigned char *w, int64_t lda, const int R, int64_t K, const uint32_t *v,
-                           float *out, int *nonfinite)
+                           float *out)
 {
     __m512 acc[BG_SK_R];
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    __m512i mx = _mm512_setzero_si512();
     const int64_t nfull = K / 32; /* complete 64-byte blocks of every row */
     for (int64_t t = 0; t < nfull; t++) {
         const unsigned char *blk = w + 64 * t;
-        for (int r = 0; r < R; r++) {
-            _mm_prefetch((const char *)(blk + r * lda + BG_SK_PF), _MM_HINT_T0);
-            mx = absmax16(mx, _mm512_loadu_si512((const void *)(blk + r * lda)));
-        }
+        for (int r = 0; r < R; r++) _mm_prefetch((const char *)(blk + r * lda + BG_SK_PF), _MM_HINT_T0);
         const uint32_t *vt = v + 16 * 16 * t;
         for (int q = 0; q < 16; q++) {
             __m512bh vv = (__m512bh)_mm512_load_si512((const void *)(vt + 16 * q));
@@ -422,9 +418,7 @@ BG_INLINE void skinny_tile(const unsigned char *w, int64_t lda, const int R, int
         const __mmask32 lm = (__mmask32)((1u << rem) - 1u);
         uint32_t tail[BG_SK_R][16] __attribute__((aligned(64)));
         for (int r = 0; r < R; r++) {
-            __m512i x = _mm512_maskz_loadu_epi16(lm, w + r * lda + 64 * nfull);
-            mx = absmax16(mx, x);
-            _mm512_store_si512((void *)tail[r], x);
+            _mm512_store_si512((void *)tail[r], _mm512_maskz_loadu_epi16(lm, w + r * lda + 64 * nfull));
         }
         const uint32_t *vt = v + 16 * 16 * nfull;
         for (int64_t q = 0; q < npr; q++) {
@@ -434,15 +428,14 @@ BG_INLINE void skinny_tile(const unsigned char *w, int64_t lda, const int R, int
         }
     }
     for (int r = 0; r < R; r++) _mm512_store_ps(out + 16 * r, acc[r]);
-    if (any_nonfinite(mx)) *nonfinite = 1;
 }
 
-typedef void (*skinny_tile_fn)(const unsigned char *, int64_t, int64_t, const uint32_t *, float *, int *);
+typedef void (*skinny_tile_fn)(const unsigned char *, int64_t, int64_t, const uint32_t *, float *);
 #define BG_SKT(R)                                                                                   \
     BG_TARGET static void skinny_tile_##R(const unsigned char *w, int64_t lda, int64_t K, const uint32_t *v, \
-                                          float *out, int *nonfinite)                               \
+                                          float *out)                                               \
     {                                                                                               \
-        skinny_tile(w, lda, R, K, v, out, nonfinite);                                               \
+        skinny_tile(w, lda, R, K, v, out);                                                          \
     }
 BG_SKT(12) BG_SKT(8) BG_SKT(4) BG_SKT(1)
 #undef BG_SKT
@@ -453,16 +446,20 @@ BG_TARGET static int skinny_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, 
     (void)kpad;
     float out[BG_SK_R * 16] __attribute__((aligned(64)));
     __m512i mx = _mm512_setzero_si512();
-    int nonfinite = 0;
     for (int64_t i = i0; i < i1;) {
         /* tiles of 12 rows; the last rows by 8, 4 and 1 */
         int64_t left = i1 - i;
         int R = left >= 12 ? 12 : left >= 8 ? 8 : left >= 4 ? 4 : 1;
         skinny_tile_fn tile = R == 12 ? skinny_tile_12 : R == 8 ? skinny_tile_8 : R == 4 ? skinny_tile_4 : skinny_tile_1;
-        tile(a->p + i * a->rs, a->rs, K, (const uint32_t *)(const void *)vt, out, &nonfinite);
-        /* an inf or NaN in W: the fallback computes the whole product again (kernel.h) */
-        if (nonfinite) return 1;
-        for (int r = 0; r < R; r++) mx = bg_absmax32(mx, _mm512_load_ps(out + 16 * r));
+        tile(a->p + i * a->rs, a->rs, K, (const uint32_t *)(const void *)vt, out);
+        /* an inf or NaN in a row of W makes all 16 lanes of its sums inf or NaN (those past n are
+         * times a zero of V): only then is the row scanned, and an inf or NaN there sends the
+         * whole product to the fallback (kernel.h); else the sums overflowed */
+        for (int r = 0; r < R; r++) {
+            __m512i zm = bg_absmax32(_mm512_setzero_si512(), _mm512_load_ps(out + 16 * r));
+            if (bg_any_nonfinite32(zm) && bg_row_nonfinite(a->p + (i + r) * a->rs, K)) return 1;
+            mx = _mm512_max_epu32(mx, zm);
+        }
         bg_write_block_avx2(c, i, 0, out, 16, R, n);
         i += R;
     }
