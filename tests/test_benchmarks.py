@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import bfloat16_dtype as bd
+
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "run.py"
 
@@ -145,7 +147,6 @@ def test_matmul_extras_small_sizes_threads_batches_and_memory(quick_run):
     assert [c["key"] for c in threads["columns"]] == ["ours", "ours_operator", "float32", "torch", "peak"]
     assert threads["speedup_columns"] == ["float32", "torch", "peak"]
     assert {r["operation"] for r in threads["rows"]} == {"a @ b, 1 thread", "a @ b, 2 threads"}
-    import bfloat16_dtype as bd
     simd = not bd._ext._gemm_kernel.startswith("baseline")
     for row in threads["rows"]:
         assert row["cells"]["ours"]["status"] == "ok"

@@ -79,7 +79,7 @@ shadow_free(NpyAuxData *aux)
     ::operator delete(spare_shadow.exchange(m, std::memory_order_acq_rel));
 }
 
-/* Memory for one Shadow: the thread's spare block, or a new one (nullptr: none) */
+/* Memory for one Shadow: the spare block, or a new one (nullptr: none) */
 static void *
 shadow_block()
 {
