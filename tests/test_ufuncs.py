@@ -9,6 +9,7 @@
 * floating-point warnings match what float16 reports for the same operation.
 """
 import itertools
+import os
 import subprocess
 import sys
 import warnings
@@ -614,7 +615,7 @@ def test_table_built_after_many_small_calls_matches_direct_loop(name):
     found in blocks of 64, per input only in blocks that raised one); every round gives the same
     bits and the same warnings, chunk by chunk."""
     r = subprocess.run([sys.executable, "-c", _COUNTED_TABLE, name], capture_output=True, text=True,
-                       timeout=300)
+                       timeout=300, cwd=os.path.dirname(os.path.abspath(__file__)))
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
 
 
