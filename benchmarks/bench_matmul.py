@@ -319,17 +319,21 @@ def _peak_variant(ctx: Context) -> Variant | None:
     if ours is None:
         return None
     label = "our kernel's instruction alone"
+
+    def unavailable(status: str) -> Variant:
+        return Variant(PEAK, label, _Unavailable(PEAK, status), lambda a, b: None)
+
     if not ours.available:
-        return Variant(PEAK, label, _Unavailable(PEAK, ours.status), lambda a, b: None)
+        return unavailable(ours.status)
     peak = getattr(getattr(ours.module, "_ext", None), "_gemm_peak", None)
-    try:
-        has_loop = peak is not None and peak(1.0)
-    except Exception as exc:  # noqa: BLE001 -- reported in the column, as any contender's error
-        return Variant(PEAK, label, _Unavailable(PEAK, f"error: {type(exc).__name__}: {exc}"), lambda a, b: None)
     if peak is None:
-        return Variant(PEAK, label, _Unavailable(PEAK, "not in this build of bfloat16_dtype"), lambda a, b: None)
+        return unavailable("not in this build of bfloat16_dtype")
+    try:
+        has_loop = peak(1.0)
+    except Exception as exc:  # noqa: BLE001 -- reported in the column, as any contender's error
+        return unavailable(f"error: {type(exc).__name__}: {exc}")
     if not has_loop:
-        return Variant(PEAK, label, _Unavailable(PEAK, "no SIMD kernel (baseline tier)"), lambda a, b: None)
+        return unavailable("no SIMD kernel (baseline tier)")
     return Variant(PEAK, label, ours, lambda a, b: peak(2.0 * a.shape[0] * a.shape[1] * b.shape[1]))
 
 

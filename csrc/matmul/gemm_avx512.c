@@ -333,11 +333,7 @@ BG_TARGET int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int
         float sums[BG_ROWS_PANEL * 16] __attribute__((aligned(64)));
         for (int64_t r = 0; r < pn; r++) {
             __m512 z = hsum16_many(accbuf + r * ld, (int)n); /* lanes from n on hold 0 */
-            if (check) {
-                __m512i zm = bg_absmax32(_mm512_setzero_si512(), z);
-                if (bg_any_nonfinite32(zm) && bg_row_nonfinite(a->p + (p0 + r) * a->rs, K)) return 1;
-                mx = _mm512_max_epu32(mx, zm);
-            }
+            if (check && bg_check_row_sums(z, a->p + (p0 + r) * a->rs, K, &mx)) return 1;
             _mm512_store_ps(sums + 16 * r, z);
         }
         bg_write_block_avx2(c, p0, 0, sums, 16, pn, n);

@@ -455,11 +455,8 @@ BG_TARGET static int skinny_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, 
         /* an inf or NaN in a row of W makes all 16 lanes of its sums inf or NaN (those past n are
          * times a zero of V): only then is the row scanned, and an inf or NaN there sends the
          * whole product to the fallback (kernel.h); else the sums overflowed */
-        for (int r = 0; r < R; r++) {
-            __m512i zm = bg_absmax32(_mm512_setzero_si512(), _mm512_load_ps(out + 16 * r));
-            if (bg_any_nonfinite32(zm) && bg_row_nonfinite(a->p + (i + r) * a->rs, K)) return 1;
-            mx = _mm512_max_epu32(mx, zm);
-        }
+        for (int r = 0; r < R; r++)
+            if (bg_check_row_sums(_mm512_load_ps(out + 16 * r), a->p + (i + r) * a->rs, K, &mx)) return 1;
         bg_write_block_avx2(c, i, 0, out, 16, R, n);
         i += R;
     }

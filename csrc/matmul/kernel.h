@@ -120,7 +120,7 @@ typedef struct bg_kernel_s {
      * kernel whose instructions raise no flags (vdpbf16ps) names a kernel of a lower tier here:
      * when its packers or its small kernel meet an infinity or a NaN in A or B (its GEMV and
      * skinny kernels, which do not copy W, look in a row only when its sums are not finite:
-     * bg_row_nonfinite in simd_x86.h), the driver
+     * bg_check_row_sums in simd_x86.h), the driver
      * discards the partial result and the flags raised so far and computes the whole product again
      * with the fallback, so such products get the fallback's IEEE results and warnings (0 * inf is
      * an "invalid value"). With finite inputs the kernel raises FE_OVERFLOW (and FE_INVALID for a

@@ -127,15 +127,7 @@ BG_AVX512_INLINE __m512i bg_absmax32(__m512i mx, __m512 x)
     return _mm512_max_epu32(mx, _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
 }
 
-/* Is a lane of x's |bits| (bg_absmax32) an inf or a NaN? */
-BG_AVX512_INLINE int bg_any_nonfinite32(__m512i absbits)
-{
-    return _mm512_cmpge_epu32_mask(absbits, _mm512_set1_epi32(0x7f800000)) != 0;
-}
-
-/* Does the bfloat16 row (K elements, contiguous) hold an inf or a NaN? For kernels that stream
- * W without checking it (gemm_avx512.c, bg_gemv_rows_16lanes; gemm_avx512bf16.c, skinny_rows):
- * they scan a row only when one of its sums is not finite. */
+/* Does the bfloat16 row (K elements, contiguous) hold an inf or a NaN? */
 BG_AVX512_INLINE int bg_row_nonfinite(const unsigned char *row, int64_t K)
 {
     __m512i mx = _mm512_setzero_si512();
@@ -145,6 +137,19 @@ BG_AVX512_INLINE int bg_row_nonfinite(const unsigned char *row, int64_t K)
         mx = _mm512_max_epu16(mx, _mm512_and_si512(_mm512_maskz_loadu_epi16(m, row + 2 * k), abs));
     }
     return _mm512_cmpge_epu16_mask(mx, _mm512_set1_epi16(0x7f80)) != 0;
+}
+
+/* For kernels that stream W without checking it (gemm_avx512.c, bg_gemv_rows_16lanes;
+ * gemm_avx512bf16.c, skinny_rows): z holds the sums of one row of W. An inf or NaN in the row
+ * makes them all inf or NaN, so only then is the row scanned: 1 when it holds one (the product
+ * goes to the kernel's fallback), else 0 with |z| folded into *mx (for bg_raise_nonfinite: the
+ * sums overflowed). */
+BG_AVX512_INLINE int bg_check_row_sums(__m512 z, const unsigned char *row, int64_t K, __m512i *mx)
+{
+    __m512i zm = bg_absmax32(_mm512_setzero_si512(), z);
+    if (_mm512_cmpge_epu32_mask(zm, _mm512_set1_epi32(0x7f800000)) && bg_row_nonfinite(row, K)) return 1;
+    *mx = _mm512_max_epu32(*mx, zm);
+    return 0;
 }
 
 /* FE_OVERFLOW, and FE_INVALID too for a NaN, when one of the values whose |bits| maximum is mx
