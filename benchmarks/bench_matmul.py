@@ -311,8 +311,8 @@ PEAK = "peak"  # column of the kernel's instruction alone (build_matmul_threads)
 
 
 def _peak_variant(ctx: Context) -> Variant | None:
-    """Our kernel's arithmetic instruction alone (``_ext._gemm_peak``: vdpbf16ps at the avx512bf16
-    tier, the FMA below), in registers, for the row's flops on the row's threads through the same
+    """Our kernel's arithmetic instruction alone (``_ext._gemm_peak``: tdpbf16ps at the amx tier,
+    vdpbf16ps at avx512bf16, the FMA below), in registers, for the row's flops on the row's threads through the same
     thread pool as a product: the time no GEMM of that size can beat on this machine, measured in
     the same run as the product. Its column reads *no SIMD kernel* at the baseline tier."""
     ours = next((c for c in ctx.contenders if c.key == OURS), None)
@@ -359,8 +359,8 @@ def build_matmul_threads(ctx: Context) -> Section:
             "`torch.set_num_threads(n)`. Time per call and GFLOP/s (2·n³ / time); speedup is at the "
             "same thread count. float16 (numpy's own loop) and ml_dtypes are left out: see the "
             "GEMM table for them at the default thread count. *our kernel's instruction alone*: "
-            "the micro-kernel's arithmetic instruction (vdpbf16ps at the avx512bf16 tier, the "
-            "float32 FMA at avx512/avx2) issued from registers only, as many flops as the row's "
+            "the micro-kernel's arithmetic instruction (tdpbf16ps on four tiles at the amx tier, "
+            "vdpbf16ps at avx512bf16, the float32 FMA at avx512/avx2) issued from registers only, as many flops as the row's "
             "product, on the same threads and through the same thread pool (`_ext._gemm_peak`): "
             "the fastest any GEMM of that size can be here, measured in this run, so its speedup "
             "column is the fraction of that limit our product reaches."
@@ -682,7 +682,7 @@ def build_matmul_memory(ctx: Context) -> Section:
 # OPENBLAS_CORETYPE, and our kernel under each ISA tier (both are fixed when the library loads)
 # --------------------------------------------------------------------------------------------
 
-TIERS = ("baseline", "avx2", "avx512", "avx512bf16")
+TIERS = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
 
 
 def _kernel_cases(quick: bool) -> list[tuple]:

@@ -6,14 +6,14 @@ from typing import Any, TextIO
 
 from . import _ext
 
-TIERS = ("baseline", "avx2", "avx512", "avx512bf16")
+TIERS = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
 
 
 def config() -> dict[str, Any]:
     """The CPU tier chosen at import and the kernel each component uses, as a dict.
 
     >>> from bfloat16_dtype import config
-    >>> config()["tier"] in ("baseline", "avx2", "avx512", "avx512bf16")
+    >>> config()["tier"] in ("baseline", "avx2", "avx512", "avx512bf16", "amx")
     True
     """
     info = dict(_ext._cpu_info())

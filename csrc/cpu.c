@@ -13,6 +13,12 @@
 #define BF16_CPU_X86 1
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define BF16_ARCH_REQ_XCOMP_PERM 0x1023 /* asm/prctl.h */
+#define BF16_XFEATURE_XTILEDATA 18
+#endif
 
 static bf16_tier g_detected = BF16_TIER_BASELINE;
 static bf16_tier g_cap = (bf16_tier)(BF16_TIER_COUNT - 1);
@@ -20,7 +26,7 @@ static bf16_tier g_tier = BF16_TIER_BASELINE;
 static const char *g_reason = "not probed";
 static char g_env[32] = "";
 
-static const char *const tier_names[BF16_TIER_COUNT] = {"baseline", "avx2", "avx512", "avx512bf16"};
+static const char *const tier_names[BF16_TIER_COUNT] = {"baseline", "avx2", "avx512", "avx512bf16", "amx"};
 
 const char *bf16_tier_name(bf16_tier t)
 {
@@ -78,8 +84,34 @@ static bf16_tier probe(const char **reason)
         *reason = "CPU lacks avx512_bf16";
         return BF16_TIER_AVX512;
     }
+#ifdef BG_AMX_EMULATE
+    /* a test build whose AMX kernel runs on a C model of the tiles (csrc/matmul/gemm_amx.c) */
+    *reason = "CPU has every tier (AMX emulated: test build)";
+    return BF16_TIER_AMX;
+#else
+    /* AMX: CPUID.(7,0):EDX bit 24 (AMX-TILE) and 22 (AMX-BF16), XCR0 bits 17-18 (tile
+     * configuration and data saved by the OS), and on Linux the process's permission to use
+     * the tile data (arch_prctl ARCH_REQ_XCOMP_PERM; refused by kernels before 5.16) */
+    if (!((d >> 24) & 1) || !((d >> 22) & 1)) {
+        *reason = "CPU lacks amx_tile/amx_bf16";
+        return BF16_TIER_AVX512BF16;
+    }
+    if ((xcr0 & 0x60000) != 0x60000) {
+        *reason = "OS does not save AMX tile registers";
+        return BF16_TIER_AVX512BF16;
+    }
+#if defined(BF16_ARCH_REQ_XCOMP_PERM)
+    if (syscall(SYS_arch_prctl, BF16_ARCH_REQ_XCOMP_PERM, BF16_XFEATURE_XTILEDATA) != 0) {
+        *reason = "OS refused AMX tile data to this process (arch_prctl)";
+        return BF16_TIER_AVX512BF16;
+    }
     *reason = "CPU has every tier";
+    return BF16_TIER_AMX;
+#else
+    *reason = "AMX use is only requested from Linux";
     return BF16_TIER_AVX512BF16;
+#endif
+#endif
 }
 #else
 static bf16_tier probe(const char **reason)

@@ -3,7 +3,7 @@
  * reductions, sort, GEMM/GEMV) asks bf16_cpu_tier() which instruction-set tier it may use.
  *
  * The tier is the highest one the CPU and the operating system support, capped by the
- * environment variable BFLOAT16_DTYPE_ISA=baseline|avx2|avx512|avx512bf16 (read once, at import).
+ * environment variable BFLOAT16_DTYPE_ISA=baseline|avx2|avx512|avx512bf16|amx (read once, at import).
  * Pure C, no Python: safe to call from loops that run without the GIL.
  */
 #ifndef BF16_CPU_H
@@ -18,6 +18,7 @@ typedef enum {
     BF16_TIER_AVX2 = 1,       /* AVX2 + FMA (+ F16C) */
     BF16_TIER_AVX512 = 2,     /* AVX-512 F, BW, VL, DQ */
     BF16_TIER_AVX512BF16 = 3, /* AVX-512 tier plus AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
+    BF16_TIER_AMX = 4,        /* avx512bf16 tier plus AMX-TILE and AMX-BF16 (tdpbf16ps), granted by the OS */
     BF16_TIER_COUNT
 } bf16_tier;
 
@@ -34,7 +35,7 @@ bf16_tier bf16_cpu_detected(void);
 bf16_tier bf16_cpu_cap(void);
 /* The raw BFLOAT16_DTYPE_ISA value seen at init ("" when unset). */
 const char *bf16_cpu_env_value(void);
-/* "baseline", "avx2", "avx512", "avx512bf16". */
+/* "baseline", "avx2", "avx512", "avx512bf16", "amx". */
 const char *bf16_tier_name(bf16_tier t);
 /* Why the detected tier stops where it does, e.g. "CPU lacks avx512_bf16". */
 const char *bf16_cpu_detect_reason(void);

@@ -39,7 +39,7 @@ PyInit__ext(void)
     import_umath();
     if (bf16_cpu_init() < 0) {
         PyErr_Format(PyExc_ValueError,
-                     "BFLOAT16_DTYPE_ISA='%s' is not a tier: use baseline, avx2, avx512 or avx512bf16",
+                     "BFLOAT16_DTYPE_ISA='%s' is not a tier: use baseline, avx2, avx512, avx512bf16 or amx",
                      bf16_cpu_env_value());
         return NULL;
     }

@@ -12,6 +12,8 @@ import pytest
 
 from bfloat16_dtype import _ext
 
+# the tiers with kernels of their own here (conversions, reductions, sort: at the amx tier, which
+# only the GEMM has code for, the avx512bf16 ones run)
 TIERS = ("baseline", "avx2", "avx512", "avx512bf16")
 WORKER = Path(__file__).with_name("kernel_worker.py")
 
@@ -20,7 +22,7 @@ def tier_params():
     """One pytest param per tier; a tier above what this CPU supports is skipped with the
     probe's reason (e.g. 'CPU lacks avx512_bf16')."""
     info = _ext._cpu_info()
-    detected = TIERS.index(info["detected"])
+    detected = TIERS.index(info["detected"]) if info["detected"] in TIERS else len(TIERS) - 1
     params = []
     for i, t in enumerate(TIERS):
         marks = []

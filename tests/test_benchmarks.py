@@ -311,7 +311,7 @@ def test_blas_forcing_variables_removed_and_isa_tiers(tmp_path):
     forced = sections["matmul_blas_env"]
     assert [c["key"] for c in forced["columns"]] == ["ours", "float32", "float32_forced"]
     isa = sections["matmul_isa"]
-    tiers = ("baseline", "avx2", "avx512", "avx512bf16")
+    tiers = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
     supported = tiers[: tiers.index(bd.config()["detected"]) + 1]
     assert len(isa["columns"]) == len(supported) + 1  # one per tier, then float32
     for row in isa["rows"] + forced["rows"]:

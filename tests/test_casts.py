@@ -591,7 +591,7 @@ def test_bf16_to_int_casts_exhaustive_every_tier(tier, tmp_path):
     from bfloat16_dtype import _ext
     from conftest import TESTS_DIR
 
-    tiers = ["baseline", "avx2", "avx512", "avx512bf16"]
+    tiers = ["baseline", "avx2", "avx512", "avx512bf16", "amx"]
     info = _ext._cpu_info()
     if tiers.index(tier) > tiers.index(info["detected"]):
         pytest.skip(f"this CPU lacks the {tier} tier ({info['reason']})")

@@ -26,8 +26,19 @@ from conftest import TESTS_DIR  # noqa: E402
 
 U = 2.0 ** -24
 # kernel tiers shipped on x86-64, lowest first (kernel.h's table)
-SHIPPED = ("baseline", "avx2", "avx512", "avx512bf16")
-TIERS = ("baseline", "avx2", "avx512", "avx512bf16")
+SHIPPED = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
+TIERS = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
+
+
+def bf16_pair_tier():
+    """Whether the tier in force multiplies with vdpbf16ps/tdpbf16ps (subnormals read as zero,
+    pairs of k): avx512bf16, and amx, whose GEMV, skinny and small products are avx512bf16's."""
+    return bd.config()["tier"] in ("avx512bf16", "amx")
+
+
+def gemv_ku():
+    """k per GEMV lane block: 32 from the avx512 tier up, 16 below."""
+    return 32 if TIERS.index(bd.config()["tier"]) >= TIERS.index("avx512") else 16
 
 
 def make(rng, shape):
@@ -154,13 +165,22 @@ def pair_sums(A, B):
     return acc
 
 
+def takes_small_path(m, k, n):
+    """The driver's small-product path (csrc/matmul/gemm.c, make_plan) for the shapes used here."""
+    return k <= 128 and min(m, n) <= 64 and 2.0 * m * k * n < 3e6
+
+
 def kernel_sums(A, B):
     """The order of the kernel in force for a product of one k block (K <= KC) on the GEMM or
-    small path; 1 x 1 products with K <= 64 are one sequential sum on every tier (PATH_DOT)."""
-    dot = A.shape[0] == 1 and B.shape[1] == 1 and A.shape[1] <= 64
-    if bd.config()["tier"] == "avx512bf16" and not dot:
-        return pair_sums(A, B)
-    return sequential_sums(A, B)
+    small path; 1 x 1 products with K <= 64 are one sequential sum on every tier (PATH_DOT).
+    None for the amx kernel's GEMM path: tdpbf16ps rounds a block of 32 products its own way
+    (csrc/matmul/gemm_amx.c), no order is documented there."""
+    m, k, n = A.shape[0], A.shape[1], B.shape[1]
+    if (m == 1 and n == 1 and k <= 64) or not bf16_pair_tier():
+        return sequential_sums(A, B)
+    if bd.config()["tier"] == "amx" and not takes_small_path(m, k, n):
+        return None
+    return pair_sums(A, B)
 
 
 @pytest.mark.parametrize("shape", SEQUENTIAL_SHAPES)
@@ -172,7 +192,12 @@ def test_gemm_sums_in_increasing_k_from_zero(rng, shape, layout):
     a, A = make(rng, (m, k))
     b, B = make(rng, (k, n))
     a, b = laid_out(a, layout[0]), laid_out(b, layout[1])
-    expected = f32_bits(kernel_sums(A, B))
+    expected = kernel_sums(A, B)
+    if expected is None:  # the amx GEMM path: within the bound, the same bits for every thread count
+        with bd.num_threads(1):
+            expected = bd.matmul(a, b, out_dtype=np.float32)
+        check_bound(expected, A, B)
+    expected = f32_bits(expected)
     for threads in (1, 2):
         with bd.num_threads(threads):
             r32 = bd.matmul(a, b, out_dtype=np.float32)
@@ -184,10 +209,11 @@ def test_gemm_sums_in_increasing_k_from_zero(rng, shape, layout):
 
 
 # KC of each tier's kernel (csrc/matmul/README.md, kernel table)
-KC = {"baseline": 256, "avx2": 256, "avx512": 256, "avx512bf16": 4096}
+KC = {"baseline": 256, "avx2": 256, "avx512": 256, "avx512bf16": 4096, "amx": 1024}
 
 
-# K = 4 KC + 1, 2.7 KC and 32 KC + 1 at KC = 256; 2 KC + 1 (a last block of one k) at KC = 4096
+# K = 4 KC + 1, 2.7 KC and 32 KC + 1 at KC = 256; 2 KC + 1 (a last block of one k) at KC = 4096;
+# KC + 1, one block and 8 KC + 1 at KC = 1024 (amx)
 @pytest.mark.parametrize("shape", [(40, 1025, 50), (33, 700, 65), (17, 8193, 30)])
 @pytest.mark.parametrize("layout", ["cc", "tt"])
 def test_k_blocks_are_added_in_order(rng, shape, layout):
@@ -202,6 +228,13 @@ def test_k_blocks_are_added_in_order(rng, shape, layout):
     total = None
     for k0 in range(0, k, kc):
         block = kernel_sums(A[:, k0:k0 + kc], B[k0:k0 + kc])
+        if block is None:
+            # amx: no documented order within a whole block of KC k; the block as a product of
+            # its own (the same micro-kernel calls) then tells whether the block sums are added
+            # in order (the last block, of one k, is the micro-kernel's vdpbf16ps tail: pair order)
+            with bd.num_threads(1):
+                block = bd.matmul(a[:, k0:k0 + kc], b[k0:k0 + kc], out_dtype=np.float32)
+            check_bound(block, A[:, k0:k0 + kc], B[k0:k0 + kc])
         total = block if total is None else (total + block).astype(np.float32)
     for threads in (1, 2):
         with bd.num_threads(threads):
@@ -363,13 +396,13 @@ print(h.hexdigest())
 
 
 def test_products_with_inf_or_nan_are_the_avx512_kernels():
-    """At the avx512bf16 tier a product whose A or B holds an inf or NaN is computed again by the
-    avx512 kernel (bg_kernel.fallback in csrc/matmul/kernel.h): the same bits as that tier, on the
-    GEMM, small-product and GEMV paths (an inf in the matrix or a NaN in the vectors)."""
-    if TIERS.index(bd.config()["tier"]) < TIERS.index("avx512bf16"):
-        pytest.skip(f"the avx512bf16 tier is not in force ({bd.config()['reason']})")
+    """At the avx512bf16 and amx tiers a product whose A or B holds an inf or NaN is computed again
+    by the avx512 kernel (bg_kernel.fallback in csrc/matmul/kernel.h): the same bits as that tier,
+    on the GEMM, small-product and GEMV paths (an inf in the matrix or a NaN in the vectors)."""
+    if not bf16_pair_tier():
+        pytest.skip(f"neither the avx512bf16 nor the amx tier is in force ({bd.config()['reason']})")
     digests = []
-    for tier in ("avx512", "avx512bf16"):
+    for tier in ("avx512", bd.config()["tier"]):
         r = subprocess.run([sys.executable, "-c", _NONFINITE_DIGEST], cwd=TESTS_DIR, capture_output=True, text=True,
                            timeout=300, env=dict(os.environ, BFLOAT16_DTYPE_ISA=tier))
         assert r.returncode == 0, r.stderr
@@ -377,16 +410,17 @@ def test_products_with_inf_or_nan_are_the_avx512_kernels():
     assert digests[0] == digests[1]
 
 
-def test_avx512bf16_subnormals_read_as_zero():
-    """vdpbf16ps reads subnormal bfloat16 inputs as 0 and flushes subnormal sums (README, "Accuracy
-    of matmul"); the other tiers keep them (float32 FMA)."""
-    tiny = np.array([[2.0 ** -130] * 40], np.float32).astype(bfloat16)  # subnormal in bfloat16
-    big = np.full((40, 40), 2.0 ** 100, np.float32).astype(bfloat16)
+@pytest.mark.parametrize("m,k", [(1, 40), (64, 160)])  # the GEMV path; the GEMM path (amx: tdpbf16ps)
+def test_avx512bf16_subnormals_read_as_zero(m, k):
+    """vdpbf16ps and tdpbf16ps read subnormal bfloat16 inputs as 0 and flush subnormal sums
+    (README, "Accuracy of matmul"); the other tiers keep them (float32 FMA)."""
+    tiny = np.full((m, k), 2.0 ** -130, np.float32).astype(bfloat16)  # subnormal in bfloat16
+    big = np.full((k, 40), 2.0 ** 100, np.float32).astype(bfloat16)
     r = widen_f64(bd.matmul(tiny, big))
-    if bd.config()["tier"] == "avx512bf16":
+    if bf16_pair_tier():
         assert np.all(r == 0)
     else:
-        assert np.all(r == 40 * 2.0 ** -30)
+        assert np.all(r == k * 2.0 ** -30)
 
 
 # GEMV / skinny: W (M x K, k contiguous) @ V with 1..16 columns, K not a multiple of 16 or 32
@@ -455,8 +489,8 @@ def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
     threads split the rows anew)."""
     w, W = make(rng, (70 if k % 2 == 0 else 76, k))  # wider than any small-product kernel's 64
     v, V = make(rng, (k, n))
-    ku = 32 if bd._ext._gemm_kernel.startswith("avx512") else 16
-    pairs = bd._ext._gemm_kernel.startswith("avx512bf16")
+    ku = gemv_ku()
+    pairs = bf16_pair_tier()
     if pairs and n >= 5:
         expected = pair_sums(W, V)
     else:
@@ -474,8 +508,7 @@ def test_gemv_streamed_rows_keep_the_lane_order(rng):
     w = rng.standard_normal((6400, 2049)).astype(np.float32).astype(bfloat16)
     v = rng.standard_normal(2049).astype(np.float32).astype(bfloat16)
     W, V = w.astype(np.float32), v.astype(np.float32)
-    ku = 32 if bd._ext._gemm_kernel.startswith("avx512") else 16
-    expected = gemv_lane_order(W, V[:, None], ku, bd._ext._gemm_kernel.startswith("avx512bf16"))[:, 0]
+    expected = gemv_lane_order(W, V[:, None], gemv_ku(), bf16_pair_tier())[:, 0]
     for threads in (1, 2):
         with bd.num_threads(threads):
             r32 = bd.matmul(w, v, out_dtype=np.float32)

@@ -15,7 +15,7 @@ import pytest
 
 import bfloat16_dtype as bd
 
-TIERS = ("baseline", "avx2", "avx512", "avx512bf16")
+TIERS = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
 HERE = pathlib.Path(__file__).resolve().parent
 
 

@@ -322,7 +322,8 @@ def test_jax_both_ways():
     x = np.array([1.5, -2.0, 3.0], dtype=bfloat16)
     j = interop.to_jax(x)
     assert j.dtype == jnp.bfloat16 and np.asarray(j.astype(jnp.float32)).tolist() == [1.5, -2.0, 3.0]
-    a = jnp.arange(4, dtype=jnp.bfloat16)
+    with jax.default_device(jax.devices("cpu")[0]):  # (where jax has a GPU, arrays go there by default)
+        a = jnp.arange(4, dtype=jnp.bfloat16)
     y = interop.from_jax(a)
     assert y.dtype == np.dtype(bfloat16) and y.astype(np.float32).tolist() == [0, 1, 2, 3]
     assert y.ctypes.data == a.unsafe_buffer_pointer() and not y.flags.writeable

@@ -507,7 +507,8 @@ class _Opaque:
     """An object NumPy knows nothing about (it becomes a 0-d object array)."""
 
 
-@pytest.mark.parametrize("other", [None, object(), _Opaque(), Decimal("0.5"), [None]], ids=repr)
+@pytest.mark.parametrize("other", [None, object(), _Opaque(), Decimal("0.5"), [None]],
+                         ids=["None", "object", "opaque", "Decimal", "list"])
 def test_unknown_operands_do_not_recurse(other):
     """On NumPy 2.0-2.2 these sent the operation to the object loop, which called our scalar's
     operator again until the stack overflowed; the outcome now is float16's."""

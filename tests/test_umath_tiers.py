@@ -10,7 +10,7 @@ import pytest
 
 from bfloat16_dtype import _ext
 
-TIERS = ["baseline", "avx2", "avx512", "avx512bf16"]
+TIERS = ["baseline", "avx2", "avx512", "avx512bf16", "amx"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -19,8 +19,8 @@ def test_ufunc_loops_at_tier(tier):
     info = _ext._cpu_info()
     if TIERS.index(tier) > TIERS.index(info["detected"]):
         pytest.skip(f"this CPU lacks the {tier} tier ({info['reason']})")
-    if tier == "avx512bf16":
-        pytest.skip("the ufunc loops have no avx512bf16 code of their own (they run the avx512 "
+    if tier in ("avx512bf16", "amx"):
+        pytest.skip(f"the ufunc loops have no {tier} code of their own (they run the avx512 "
                     "loops, checked above)")
     env = dict(os.environ, BFLOAT16_DTYPE_ISA=tier, EXPECT_UFUNC_TIER=tier)
     proc = subprocess.run(

@@ -160,6 +160,9 @@ const bg_kernel bg_kernel_portable = {
 
 /* Every kernel, highest tier first. Adding a kernel: its file and one row here. */
 static const bg_kernel *const kernel_table[] = {
+#ifdef BG_HAVE_AMX
+    &bg_kernel_amx,
+#endif
 #ifdef BG_HAVE_AVX512BF16
     &bg_kernel_avx512bf16,
 #endif
@@ -438,7 +441,7 @@ void bg_pad_panel(float *panel, int64_t w, int64_t kc, int64_t used)
 
 /* Returns nonzero when a packer reported an inf or NaN to a kernel with a fallback (the task
  * stops there: the driver computes the product again with the fallback). */
-static int gemm_thread(const bg_task *tk)
+static int gemm_blocks(const bg_task *tk)
 {
     const bg_problem *p = tk->p;
     const bg_plan *pl = tk->pl;
@@ -464,7 +467,7 @@ static int gemm_thread(const bg_task *tk)
                 for (int64_t ic = ib; ic < ib + mb; ic += MC) {
                     int64_t mc = min64(MC, ib + mb - ic);
                     if (kt->pack_a(&p->a, ic, mc, pc, kc, ap) && kt->fallback) return 1;
-                    if (mc % MR) bg_pad_panel(ap + mc / MR * MR * ks, MR, ks, mc % MR);
+                    if (mc % MR && !kt->pack_a_pads) bg_pad_panel(ap + mc / MR * MR * ks, MR, ks, mc % MR);
                     for (int64_t jr = 0; jr < nc; jr += NR) {
                         int64_t nr = min64(NR, nc - jr);
                         const float *bpj = bp + jr * ks;
@@ -499,6 +502,15 @@ static int gemm_thread(const bg_task *tk)
         }
     }
     return 0;
+}
+
+/* gemm_blocks between the kernel's per-thread setup and release (kernel.h, thread_begin). */
+static int gemm_thread(const bg_task *tk)
+{
+    if (tk->kt->thread_begin != NULL) tk->kt->thread_begin();
+    int rc = gemm_blocks(tk);
+    if (tk->kt->thread_end != NULL) tk->kt->thread_end();
+    return rc;
 }
 
 /* ------------------------------------------------------------------------------------------------

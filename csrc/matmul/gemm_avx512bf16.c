@@ -53,9 +53,6 @@
 #endif
 #define BGBF_MC_KC (84 * 2048)
 
-#ifndef BG_SKINNY_MINN
-#define BG_SKINNY_MINN 5 /* W @ V with this many columns or more (up to 16) takes skinny_rows */
-#endif
 
 /* |x| >= 0x7f80 in a 16-bit lane: an infinity or a NaN */
 #define BG_NONFINITE 0x7f80
@@ -280,7 +277,7 @@ BG_INLINE __m512i pack_row_pair(const unsigned char *s, int64_t rs, int two, __m
     return absmax16(absmax16(mx, r0), r1);
 }
 
-BG_TARGET static int pack_b_bf16(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
+BG_TARGET int bg_pack_b_bf16_pairs(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
 {
     const int64_t np = (kc + 1) / 2, nfull = kc / 2;
     __m512i mx = _mm512_setzero_si512();
@@ -374,7 +371,7 @@ static const bg_rows_tile_fn rows_tiles[4][4] = {
     {rows_tile_4x1, rows_tile_4x2, rows_tile_4x3, rows_tile_4x4},
 };
 
-BG_TARGET static int gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+BG_TARGET int bg_gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                     int64_t kpad, int64_t n, const bg_out *c)
 {
     return bg_gemv_rows_16lanes(a, i0, i1, K, vt, kpad, n, c, rows_tiles, 16, 1, 1);
@@ -440,7 +437,7 @@ typedef void (*skinny_tile_fn)(const unsigned char *, int64_t, int64_t, const ui
 BG_SKT(12) BG_SKT(8) BG_SKT(4) BG_SKT(1)
 #undef BG_SKT
 
-BG_TARGET static int skinny_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
+BG_TARGET int bg_skinny_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt,
                                       int64_t kpad, int64_t n, const bg_out *c)
 {
     (void)kpad;
@@ -505,7 +502,7 @@ typedef void (*small_tile_fn)(int64_t, const float *, const float *, int64_t, co
 BG_ST(1) BG_ST(2) BG_ST(3) BG_ST(4)
 #undef BG_ST
 
-BG_TARGET static int small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
+BG_TARGET int bg_small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b,
                                 const bg_out *c)
 {
     static const small_tile_fn tiles[4] = {small_tile_1, small_tile_2, small_tile_3, small_tile_4};
@@ -518,7 +515,7 @@ BG_TARGET static int small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *
     for (int64_t j0 = 0; j0 < N; j0 += 32) {
         float panel[BG_SMALL_MAXK / 2 * BG_NR] __attribute__((aligned(64)));
         int64_t w = N - j0 < 32 ? N - j0 : 32;
-        nf |= pack_b_bf16(b, 0, K, j0, w, panel);
+        nf |= bg_pack_b_bf16_pairs(b, 0, K, j0, w, panel);
         for (int64_t p = 0; p < np; p++) memcpy(bw + p * ldb + j0, panel + p * BG_NR, (size_t)(ldb - j0 < 32 ? ldb - j0 : 32) * 4);
     }
     if (nf) return 1;
@@ -567,13 +564,13 @@ const bg_kernel bg_kernel_avx512bf16 = {
     .ukernel_stores_bf16 = 1,
     .write_block = bg_write_block_avx2,
     .pack_a = pack_a_bf16,
-    .pack_b = pack_b_bf16,
-    .gemv_rows = gemv_rows_bf16,
-    .skinny_rows = skinny_rows_bf16,
-    .skinny_minn = BG_SKINNY_MINN,
+    .pack_b = bg_pack_b_bf16_pairs,
+    .gemv_rows = bg_gemv_rows_bf16,
+    .skinny_rows = bg_skinny_rows_bf16,
+    .skinny_minn = BG_BF16_SKINNY_MINN,
     .gemv_cols = bg_gemv_cols_avx2,
     .pack_v_rows = NULL, /* V is packed as bfloat16 by the driver (pack_vector) */
-    .small = small_bf16,
+    .small = bg_small_bf16,
     .small_maxn = 64,
     .fallback = &bg_kernel_avx512,
     .peak = peak_bf16,

@@ -26,7 +26,7 @@
 typedef enum { BG_PACK_F32 = 0, BG_PACK_BF16_PAIR = 1 } bg_pack_format;
 
 /* The largest register block any kernel may declare (the driver keeps an MR x NR stack tile). */
-#define BG_MAX_MR 16
+#define BG_MAX_MR 32
 #define BG_MAX_NR 64
 
 /*
@@ -96,6 +96,14 @@ typedef struct bg_kernel_s {
      * the block of the product's k (min(K, kc)) within it, and is never above mc (bg_block_mc) */
     int64_t mc_kc;
     bg_pack_format pack;
+    /* 0: pack_a writes rows past mc as zeros or not at all, and the driver pads a partial panel
+     * by repeating its last row in the pair-after-pair (or k-after-k) layout (bg_pad_panel);
+     * 1: pack_a lays its panels out otherwise (gemm_amx.c) and writes their padding itself */
+    int pack_a_pads;
+    /* May be NULL. Called by each thread before its first micro-kernel call of a product and
+     * after its last (AMX: load the tile configuration, release the tiles). */
+    void (*thread_begin)(void);
+    void (*thread_end)(void);
     int gemv_ku;           /* k per packed V block of gemv_rows: 16 or 32 */
     bg_ukernel_fn ukernel;
     int ukernel_stores_bf16; /* ukernel takes BG_STORE_BF16: full blocks with K <= KC skip write_block */
@@ -162,6 +170,22 @@ extern const bg_kernel bg_kernel_avx512;
 #if (defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10)
 #define BG_HAVE_AVX512BF16 1
 extern const bg_kernel bg_kernel_avx512bf16;
+/* The avx512bf16 kernel's pieces the AMX kernel reuses (gemm_avx512bf16.c): its B packer
+ * (32-column panels of k pairs), GEMV, skinny W @ V and small products. */
+int bg_pack_b_bf16_pairs(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst);
+int bg_gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt, int64_t kpad,
+                      int64_t n, const bg_out *c);
+int bg_skinny_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_t K, const float *vt, int64_t kpad,
+                        int64_t n, const bg_out *c);
+int bg_small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b, const bg_out *c);
+#ifndef BG_BF16_SKINNY_MINN
+#define BG_BF16_SKINNY_MINN 5 /* W @ V with this many columns or more (up to 16) takes skinny_rows */
+#endif
+/* AMX intrinsics need GCC 11 or clang 12 */
+#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11)
+#define BG_HAVE_AMX 1
+extern const bg_kernel bg_kernel_amx;
+#endif
 #endif
 #endif
 
