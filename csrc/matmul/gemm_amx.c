@@ -45,7 +45,7 @@
 #include "kernel.h"
 
 #ifdef BG_HAVE_AMX
-#include <fenv.h>
+#include <stdlib.h>
 
 #include "simd_x86.h"
 
@@ -249,12 +249,12 @@ BG_TARGET static int pack_a_amx(const bg_view *a, int64_t i0, int64_t mc, int64_
         const int64_t rows = mc - ir < BG_MR ? mc - ir : BG_MR;
         uint32_t *d = (uint32_t *)(void *)dst;
         for (int64_t r = 0; r < BG_MR; r++) {
-            const unsigned char *row = a->p + (i0 + ir + r) * a->rs + p0 * a->cs;
             if (r >= rows) { /* padding: zero rows */
                 for (int64_t k = 0; k < nblk; k++) _mm512_storeu_si512((void *)(d + (k * BG_MR + r) * BG_KB), _mm512_setzero_si512());
                 for (int64_t q = 0; q < ntail; q++) d[nblk * BG_KB * BG_MR + q * BG_MR + r] = 0;
                 continue;
             }
+            const unsigned char *row = a->p + (i0 + ir + r) * a->rs + p0 * a->cs;
             if (a->cs == 2) { /* the row's 32 k of a block are its 64 bytes as stored */
                 for (int64_t k = 0; k < nblk; k++) {
                     __m512i x = _mm512_loadu_si512((const void *)(row + 64 * k));
