@@ -240,17 +240,47 @@ static inline uint32_t ld_u16(const unsigned char *p)
     return h;
 }
 
+/* The whole blocks of one panel of an A whose columns are contiguous (rs == 2: a transposed
+ * matrix): for each pair q of a block, the 32 rows' values of k and of k + 1 (rows past `rows`
+ * read as zeros: the panel's padding) interleaved into pairs (bg_interleave_rows) and scattered to
+ * slot q of each row of the block. Returns the running |bfloat16| maximum. */
+BG_TARGET static __m512i pack_a_blocks_cols(const bg_view *a, int64_t i, int64_t rows, int64_t p0, int64_t nblk,
+                                            uint32_t *d, __m512i mx)
+{
+    const __mmask32 lm = rows >= BG_MR ? (__mmask32)0xffffffffu : (__mmask32)((1u << rows) - 1u);
+    const __m512i row_slot = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(BG_KB));
+    const __m512i abs = _mm512_set1_epi16(0x7fff);
+    for (int64_t t = 0; t < nblk; t++) {
+        uint32_t *db = d + t * BG_KB * BG_MR;
+        for (int q = 0; q < BG_KB; q++) {
+            const unsigned char *s = a->p + i * 2 + (p0 + t * 2 * BG_KB + 2 * q) * a->cs;
+            __m512i r0 = _mm512_maskz_loadu_epi16(lm, s), r1 = _mm512_maskz_loadu_epi16(lm, s + a->cs);
+            mx = _mm512_max_epu16(_mm512_max_epu16(mx, _mm512_and_si512(r0, abs)), _mm512_and_si512(r1, abs));
+            __m512i lo, hi;
+            bg_interleave_rows(r0, r1, &lo, &hi);
+            _mm512_i32scatter_epi32((void *)(db + q), row_slot, lo, 4);
+            _mm512_i32scatter_epi32((void *)(db + 16 * BG_KB + q), row_slot, hi, 4);
+        }
+    }
+    return mx;
+}
+
 BG_TARGET static int pack_a_amx(const bg_view *a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *dst)
 {
     const int64_t np = (kc + 1) / 2, nblk = np / BG_KB, ntail = np % BG_KB;
     __m512i mx = _mm512_setzero_si512();
     uint32_t smx = 0;
+    /* columns contiguous in i: the whole blocks by 32 x 32 transposes (pack_a_blocks_cols) */
+    const int cols = a->rs == 2 && a->cs != 2;
     for (int64_t ir = 0; ir < mc; ir += BG_MR, dst += BG_MR * np) {
         const int64_t rows = mc - ir < BG_MR ? mc - ir : BG_MR;
         uint32_t *d = (uint32_t *)(void *)dst;
+        if (cols) mx = pack_a_blocks_cols(a, i0 + ir, rows, p0, nblk, d, mx);
         for (int64_t r = 0; r < BG_MR; r++) {
             if (r >= rows) { /* padding: zero rows */
-                for (int64_t k = 0; k < nblk; k++) _mm512_storeu_si512((void *)(d + (k * BG_MR + r) * BG_KB), _mm512_setzero_si512());
+                for (int64_t k = 0; k < nblk && !cols; k++)
+                    _mm512_storeu_si512((void *)(d + (k * BG_MR + r) * BG_KB), _mm512_setzero_si512());
                 for (int64_t q = 0; q < ntail; q++) d[nblk * BG_KB * BG_MR + q * BG_MR + r] = 0;
                 continue;
             }
@@ -261,7 +291,7 @@ BG_TARGET static int pack_a_amx(const bg_view *a, int64_t i0, int64_t mc, int64_
                     mx = _mm512_max_epu16(mx, _mm512_and_si512(x, _mm512_set1_epi16(0x7fff)));
                     _mm512_storeu_si512((void *)(d + (k * BG_MR + r) * BG_KB), x);
                 }
-            } else {
+            } else if (!cols) { /* any other layout, element by element */
                 for (int64_t k = 0; k < nblk; k++)
                     for (int64_t q = 0; q < BG_KB; q++) {
                         const unsigned char *x = row + 2 * (k * BG_KB + q) * a->cs;

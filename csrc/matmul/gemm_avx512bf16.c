@@ -253,16 +253,6 @@ BG_TARGET static int pack_a_bf16(const bg_view *a, int64_t i0, int64_t mc, int64
     return any_nonfinite(mx) || smx >= BG_NONFINITE;
 }
 
-/* even/odd 16-bit lanes from two rows: slot j of lo = (r0[j], r1[j]) for j < 16, of hi for j >= 16 */
-BG_INLINE void interleave_rows(__m512i r0, __m512i r1, __m512i *lo, __m512i *hi)
-{
-    const __m512i ilo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
-                                         39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-    const __m512i ihi = _mm512_add_epi16(ilo, _mm512_set1_epi16(16));
-    *lo = _mm512_permutex2var_epi16(r0, ilo, r1);
-    *hi = _mm512_permutex2var_epi16(r0, ihi, r1);
-}
-
 /* One k pair of a B panel from rows contiguous in j: the lm columns of rows k (at s) and k + 1
  * (s + rs; zero when !two) interleaved into the panel's 32 slots at d; returns the running
  * |bfloat16| maximum. */
@@ -271,7 +261,7 @@ BG_INLINE __m512i pack_row_pair(const unsigned char *s, int64_t rs, int two, __m
     __m512i r0 = _mm512_maskz_loadu_epi16(lm, s);
     __m512i r1 = two ? _mm512_maskz_loadu_epi16(lm, s + rs) : _mm512_setzero_si512();
     __m512i lo, hi;
-    interleave_rows(r0, r1, &lo, &hi);
+    bg_interleave_rows(r0, r1, &lo, &hi);
     _mm512_store_si512((void *)d, lo);
     _mm512_store_si512((void *)(d + 16), hi);
     return absmax16(absmax16(mx, r0), r1);

@@ -121,6 +121,17 @@ BG_AVX512_INLINE void bg_store_tile16(const bg_out *c, int64_t i0, int64_t rows,
     }
 }
 
+/* even/odd 16-bit lanes from two rows: slot j of lo = (r0[j], r1[j]) for j < 16, of hi for j >= 16
+ * (the bfloat16 k pairs of 32 rows or columns, from the 32 values of k and those of k + 1) */
+BG_AVX512_INLINE void bg_interleave_rows(__m512i r0, __m512i r1, __m512i *lo, __m512i *hi)
+{
+    const __m512i ilo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                         39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i ihi = _mm512_add_epi16(ilo, _mm512_set1_epi16(16));
+    *lo = _mm512_permutex2var_epi16(r0, ilo, r1);
+    *hi = _mm512_permutex2var_epi16(r0, ihi, r1);
+}
+
 /* The largest |float32 bits| of the lanes seen so far (for bg_raise_nonfinite). */
 BG_AVX512_INLINE __m512i bg_absmax32(__m512i mx, __m512 x)
 {
