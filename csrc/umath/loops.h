@@ -239,9 +239,8 @@ template <class Tier, class Op> struct HasUnaryTwin : std::false_type {};
 template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 
 /* The lists: X(Tier, Op) for each functor a tier has a twin of. */
-#define BF16_AVX2_BINARY_TWINS(X, T)                                                           \
-    X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide) X(T, Maximum) X(T, Minimum) X(T, Fmax)  \
-    X(T, Fmin)
+/* (maximum/minimum/fmax/fmin work on the bits: minmax_pairs) */
+#define BF16_AVX2_BINARY_TWINS(X, T) X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide)
 #define BF16_AVX2_UNARY_TWINS(X, T)                                                            \
     X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Log) X(T, Tanh) X(T, Floor) X(T, Ceil) X(T, Trunc)    \
     X(T, Rint) X(T, Sign)
@@ -405,6 +404,8 @@ template <class Tier, class Op>
 uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
                            npy_intp n);
 template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
+template <class Tier, bool IsMax, bool Propagates, int Scalar>
+uint16_t twin_minmax_pairs(const char *a, const char *b, char *o, npy_intp n);
 template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n);
 template <class Tier> void twin_copysign(const char *a, const char *b, char *o, npy_intp n);
 template <class Tier, class Op>
@@ -433,6 +434,14 @@ static void minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any
 {
     BF16_ORDER_DISPATCH(twin_minmax_scan, (, IsMax), portable_order::minmax_scan<IsMax>, in, n,
                         best, any_nan, any_snan);
+}
+
+template <class Op, int Scalar>
+static uint16_t minmax_pairs(const char *a, const char *b, char *o, npy_intp n)
+{
+    constexpr bool is_max = MinMax<Op>::is_max, propagates = MinMax<Op>::propagates_nan;
+    BF16_ORDER_DISPATCH(twin_minmax_pairs, (, is_max, propagates, Scalar),
+                        (portable_order::minmax_pairs<is_max, propagates, Scalar>), a, b, o, n);
 }
 
 static inline void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
@@ -558,6 +567,19 @@ static void binary_loop(char **args, npy_intp const *dims, npy_intp const *steps
     char *a = args[0], *b = args[1], *o = args[2];
     npy_intp sa = steps[0], sb = steps[1], so = steps[2];
     int ovf = 0;
+    if constexpr (MinMax<Op>::value) {
+        /* contiguous runs, or a run and a scalar: on the bits (minmax_pairs), no float32 */
+        if (so == 2 && (sa == 2 || sa == 0) && (sb == 2 || sb == 0) && !(sa == 0 && sb == 0) &&
+            !straddles(o, a, sa ? n : 1) && !straddles(o, b, sb ? n : 1)) {
+            uint16_t snan = sa == 0   ? minmax_pairs<Op, 1>(a, b, o, n)
+                            : sb == 0 ? minmax_pairs<Op, 2>(a, b, o, n)
+                                      : minmax_pairs<Op, 0>(a, b, o, n);
+            if (snan) {
+                bf16_raise_invalid();
+            }
+            return;
+        }
+    }
     if (so == 2 && sa == 2 && sb == 2) {
         ovf = contiguous_binary<Op>(a, b, o, n);
     }

@@ -64,21 +64,6 @@ template <> struct V<Multiply> {
 template <> struct V<Divide> {
     static __m256 f(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
 };
-/* The quiet predicates (_OQ/_Q) raise "invalid" only for signalling NaNs, as the functors'
- * std::isgreaterequal and a != a do. */
-template <int P, bool NanFromFirst> struct Pick {
-    static __m256 f(__m256 a, __m256 b)
-    {
-        __m256 nan_side = NanFromFirst ? a : b;
-        __m256 k = _mm256_or_ps(_mm256_cmp_ps(a, b, P),
-                                _mm256_cmp_ps(nan_side, nan_side, _CMP_UNORD_Q));
-        return _mm256_blendv_ps(b, a, k);
-    }
-};
-template <> struct V<Maximum> : Pick<_CMP_GE_OQ, true> {};
-template <> struct V<Minimum> : Pick<_CMP_LE_OQ, true> {};
-template <> struct V<Fmax> : Pick<_CMP_GE_OQ, false> {};
-template <> struct V<Fmin> : Pick<_CMP_LE_OQ, false> {};
 
 template <int P> struct Cmp {
     static __m256 f(__m256 a, __m256 b) { return _mm256_cmp_ps(a, b, P); }

@@ -126,36 +126,6 @@ template <> struct V<Multiply> {
 template <> struct V<Divide> {
     static __m512 f(__m512 a, __m512 b) { return _mm512_div_ps(a, b); }
 };
-/* The quiet predicates (_OQ/_Q) raise "invalid" only for signalling NaNs, as the functors'
- * std::isgreaterequal and a != a do. */
-template <> struct V<Maximum> {
-    static __m512 f(__m512 a, __m512 b)
-    {
-        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-        return _mm512_mask_blend_ps(k, b, a);
-    }
-};
-template <> struct V<Minimum> {
-    static __m512 f(__m512 a, __m512 b)
-    {
-        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-        return _mm512_mask_blend_ps(k, b, a);
-    }
-};
-template <> struct V<Fmax> {
-    static __m512 f(__m512 a, __m512 b)
-    {
-        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
-        return _mm512_mask_blend_ps(k, b, a);
-    }
-};
-template <> struct V<Fmin> {
-    static __m512 f(__m512 a, __m512 b)
-    {
-        __mmask16 k = _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
-        return _mm512_mask_blend_ps(k, b, a);
-    }
-};
 template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
 template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(a, a); } };
 /* Rounding to an integer is exact in bfloat16; like the libm calls, it raises "invalid" only

@@ -86,6 +86,31 @@ static uint16_t compare_keys_as(const char *arr, int16_t ks, npy_bool *o, npy_in
     return any_snan & 0x0040u;
 }
 
+/* maximum/minimum (Propagates: a NaN operand wins) and fmax/fmin (a NaN loses) of two
+ * contiguous runs, or of a run and one value (Scalar 1: a is the value, 2: b is), with the
+ * functors' bits: a is kept on a tie (-0 and +0 tie), a NaN result is quiet. Returns 0x40 if an
+ * operand was a signalling NaN (the functors' quiet comparisons raise "invalid" then). */
+template <bool IsMax, bool Propagates, int Scalar>
+static uint16_t minmax_pairs(const char *a, const char *b, char *o, npy_intp n)
+{
+    uint16_t any_snan = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t x, y;
+        memcpy(&x, a + (Scalar == 1 ? 0 : 2 * i), 2);
+        memcpy(&y, b + (Scalar == 2 ? 0 : 2 * i), 2);
+        uint16_t nx = nan_mask(x), ny = nan_mask(y);
+        any_snan |= (uint16_t)((nx & (uint16_t)~x) | (ny & (uint16_t)~y));
+        int16_t kx = order_key((bf16_t)(x & (uint16_t)(0u - (unsigned)(x != 0x8000u))));
+        int16_t ky = order_key((bf16_t)(y & (uint16_t)(0u - (unsigned)(y != 0x8000u))));
+        uint16_t keep = (uint16_t)(0u - (unsigned)(IsMax ? kx >= ky : kx <= ky));
+        keep = (uint16_t)((keep & (uint16_t)~(nx | ny)) | (Propagates ? nx : ny));
+        uint16_t r = (uint16_t)((x & keep) | (y & (uint16_t)~keep));
+        r = (uint16_t)(r | (nan_mask(r) & 0x0040u));
+        memcpy(o + 2 * i, &r, 2);
+    }
+    return any_snan & 0x0040u;
+}
+
 /* The comparison of each element with a non-NaN scalar of value_key ks (`scalar_first`: the
  * scalar is the left operand); a NaN element compares unordered. Returns 0x40 if an element
  * was a signalling NaN. */

@@ -20,6 +20,24 @@ template void twin_minmax_scan<BF16_ORDER_TIER, true>(const char *, npy_intp, in
 template void twin_minmax_scan<BF16_ORDER_TIER, false>(const char *, npy_intp, int16_t *,
                                                        uint16_t *, uint16_t *);
 
+template <class Tier, bool IsMax, bool Propagates, int Scalar>
+uint16_t twin_minmax_pairs(const char *a, const char *b, char *o, npy_intp n)
+{
+    return tier_order::minmax_pairs<IsMax, Propagates, Scalar>(a, b, o, n);
+}
+#define BF16_INSTANTIATE_MINMAX_(IsMax, Propagates)                                             \
+    template uint16_t twin_minmax_pairs<BF16_ORDER_TIER, IsMax, Propagates, 0>(const char *, const char *, \
+                                                                               char *, npy_intp); \
+    template uint16_t twin_minmax_pairs<BF16_ORDER_TIER, IsMax, Propagates, 1>(const char *, const char *, \
+                                                                               char *, npy_intp); \
+    template uint16_t twin_minmax_pairs<BF16_ORDER_TIER, IsMax, Propagates, 2>(const char *, const char *, \
+                                                                               char *, npy_intp);
+BF16_INSTANTIATE_MINMAX_(true, true)
+BF16_INSTANTIATE_MINMAX_(false, true)
+BF16_INSTANTIATE_MINMAX_(true, false)
+BF16_INSTANTIATE_MINMAX_(false, false)
+#undef BF16_INSTANTIATE_MINMAX_
+
 template <class Tier>
 void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
 {
