@@ -77,9 +77,6 @@
 #endif
 #define BG_KB 16 /* pairs of k per tile row */
 
-/* |x| >= 0x7f80 in a 16-bit lane: an infinity or a NaN */
-#define BG_NONFINITE 0x7f80
-
 /* ------------------------------------------------------------------------------------------------
  * The tile instructions (or their C model)
  * ---------------------------------------------------------------------------------------------- */
@@ -233,13 +230,6 @@ BG_TARGET static void ukernel_amx(int64_t kc, const float *a, const float *b, fl
  * Packing A: whole blocks row by row (tiles), the tail pair by pair; reports an inf or NaN.
  * ---------------------------------------------------------------------------------------------- */
 
-static inline uint32_t ld_u16(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return h;
-}
-
 /* The whole blocks of one panel of an A whose columns are contiguous (rs == 2: a transposed
  * matrix): for each pair q of a block, the 32 rows' values of k and of k + 1 (rows past `rows`
  * read as zeros: the panel's padding) interleaved into pairs (bg_interleave_rows) and scattered to
@@ -250,13 +240,12 @@ BG_TARGET static __m512i pack_a_blocks_cols(const bg_view *a, int64_t i, int64_t
     const __mmask32 lm = rows >= BG_MR ? (__mmask32)0xffffffffu : (__mmask32)((1u << rows) - 1u);
     const __m512i row_slot = _mm512_mullo_epi32(
         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(BG_KB));
-    const __m512i abs = _mm512_set1_epi16(0x7fff);
     for (int64_t t = 0; t < nblk; t++) {
         uint32_t *db = d + t * BG_KB * BG_MR;
         for (int q = 0; q < BG_KB; q++) {
             const unsigned char *s = a->p + i * 2 + (p0 + t * 2 * BG_KB + 2 * q) * a->cs;
             __m512i r0 = _mm512_maskz_loadu_epi16(lm, s), r1 = _mm512_maskz_loadu_epi16(lm, s + a->cs);
-            mx = _mm512_max_epu16(_mm512_max_epu16(mx, _mm512_and_si512(r0, abs)), _mm512_and_si512(r1, abs));
+            mx = bg_absmax16(bg_absmax16(mx, r0), r1);
             __m512i lo, hi;
             bg_interleave_rows(r0, r1, &lo, &hi);
             _mm512_i32scatter_epi32((void *)(db + q), row_slot, lo, 4);
@@ -288,30 +277,21 @@ BG_TARGET static int pack_a_amx(const bg_view *a, int64_t i0, int64_t mc, int64_
             if (a->cs == 2) { /* the row's 32 k of a block are its 64 bytes as stored */
                 for (int64_t k = 0; k < nblk; k++) {
                     __m512i x = _mm512_loadu_si512((const void *)(row + 64 * k));
-                    mx = _mm512_max_epu16(mx, _mm512_and_si512(x, _mm512_set1_epi16(0x7fff)));
+                    mx = bg_absmax16(mx, x);
                     _mm512_storeu_si512((void *)(d + (k * BG_MR + r) * BG_KB), x);
                 }
             } else if (!cols) { /* any other layout, element by element */
                 for (int64_t k = 0; k < nblk; k++)
-                    for (int64_t q = 0; q < BG_KB; q++) {
-                        const unsigned char *x = row + 2 * (k * BG_KB + q) * a->cs;
-                        uint32_t lo = ld_u16(x), hi = ld_u16(x + a->cs);
-                        if ((lo & 0x7fff) > smx) smx = lo & 0x7fff;
-                        if ((hi & 0x7fff) > smx) smx = hi & 0x7fff;
-                        d[(k * BG_MR + r) * BG_KB + q] = lo | hi << 16;
-                    }
+                    for (int64_t q = 0; q < BG_KB; q++)
+                        d[(k * BG_MR + r) * BG_KB + q] = bg_pair_word(row + 2 * (k * BG_KB + q) * a->cs, a->cs, 1, &smx);
             }
             for (int64_t q = 0; q < ntail; q++) { /* the last pair's second element is 0 past kc */
                 const int64_t p = nblk * BG_KB + q;
-                const unsigned char *x = row + 2 * p * a->cs;
-                uint32_t lo = ld_u16(x), hi = 2 * p + 1 < kc ? ld_u16(x + a->cs) : 0;
-                if ((lo & 0x7fff) > smx) smx = lo & 0x7fff;
-                if ((hi & 0x7fff) > smx) smx = hi & 0x7fff;
-                d[nblk * BG_KB * BG_MR + q * BG_MR + r] = lo | hi << 16;
+                d[nblk * BG_KB * BG_MR + q * BG_MR + r] = bg_pair_word(row + 2 * p * a->cs, a->cs, 2 * p + 1 < kc, &smx);
             }
         }
     }
-    return _mm512_cmpge_epu16_mask(mx, _mm512_set1_epi16(BG_NONFINITE)) != 0 || smx >= BG_NONFINITE;
+    return bg_any_nonfinite16(mx) || smx >= BG_NONFINITE;
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -54,40 +54,16 @@
 #define BGBF_MC_KC (84 * 2048)
 
 
-/* |x| >= 0x7f80 in a 16-bit lane: an infinity or a NaN */
-#define BG_NONFINITE 0x7f80
-
-/* The largest |bfloat16| bits of the 16-bit lanes seen so far (a running maximum of x & 0x7fff). */
-BG_INLINE __m512i absmax16(__m512i mx, __m512i x)
-{
-    return _mm512_max_epu16(mx, _mm512_and_si512(x, _mm512_set1_epi16(0x7fff)));
-}
-
 /* absmax16 of the 16-bit lanes of two 32-byte vectors (raw bfloat16 pairs held as floats) */
 BG_INLINE __m512i absmax16_2(__m512i mx, __m256 lo, __m256 hi)
 {
-    return absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)));
+    return bg_absmax16(mx, _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1)));
 }
 
-BG_INLINE int any_nonfinite(__m512i mx)
-{
-    return _mm512_cmpge_epu16_mask(mx, _mm512_set1_epi16(BG_NONFINITE)) != 0;
-}
-
-static inline uint32_t ld_u16(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return h;
-}
-
-/* The pair slot of elements x[0] and x[step] (the second 0 when !two), and the running |bits| max. */
+/* The pair slot (bg_pair_word) as the float the panels hold. */
 static inline float pair_slot(const unsigned char *x, int64_t step, int two, uint32_t *mx)
 {
-    uint32_t lo = ld_u16(x), hi = two ? ld_u16(x + step) : 0;
-    uint32_t m = (lo & 0x7fff) > (hi & 0x7fff) ? lo & 0x7fff : hi & 0x7fff;
-    if (m > *mx) *mx = m;
-    uint32_t w = lo | hi << 16;
+    uint32_t w = bg_pair_word(x, step, two, mx);
     float f;
     memcpy(&f, &w, 4);
     return f;
@@ -242,7 +218,7 @@ BG_TARGET static int pack_a_bf16(const bg_view *a, int64_t i0, int64_t mc, int64
                 __m256i lo = _mm256_maskz_loadu_epi16(lm, src + 2 * p * a->cs);
                 __m256i hi = 2 * p + 1 < kc ? _mm256_maskz_loadu_epi16(lm, src + (2 * p + 1) * a->cs)
                                             : _mm256_setzero_si256();
-                mx = absmax16(mx, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+                mx = bg_absmax16(mx, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
                 __m512i w = _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
                 _mm512_mask_storeu_epi32(dst + p * BG_MR, (__mmask16)0x3fff, w);
             }
@@ -250,7 +226,7 @@ BG_TARGET static int pack_a_bf16(const bg_view *a, int64_t i0, int64_t mc, int64
     } else {
         return pack_a_generic_pairs(a, i0, mc, p0, kc, dst);
     }
-    return any_nonfinite(mx) || smx >= BG_NONFINITE;
+    return bg_any_nonfinite16(mx) || smx >= BG_NONFINITE;
 }
 
 /* One k pair of a B panel from rows contiguous in j: the lm columns of rows k (at s) and k + 1
@@ -264,7 +240,7 @@ BG_INLINE __m512i pack_row_pair(const unsigned char *s, int64_t rs, int two, __m
     bg_interleave_rows(r0, r1, &lo, &hi);
     _mm512_store_si512((void *)d, lo);
     _mm512_store_si512((void *)(d + 16), hi);
-    return absmax16(absmax16(mx, r0), r1);
+    return bg_absmax16(bg_absmax16(mx, r0), r1);
 }
 
 BG_TARGET int bg_pack_b_bf16_pairs(const bg_view *b, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *dst)
@@ -309,7 +285,7 @@ BG_TARGET int bg_pack_b_bf16_pairs(const bg_view *b, int64_t p0, int64_t kc, int
                 for (int j = 0; j < BG_NR; j++) dst[p * BG_NR + j] = pair_slot(src + j * b->cs + p * 4, 2, 2 * p + 1 < kc, &smx);
         }
     }
-    int nf = any_nonfinite(mx) || smx >= BG_NONFINITE;
+    int nf = bg_any_nonfinite16(mx) || smx >= BG_NONFINITE;
     if (jr < nc) nf |= pack_b_generic_pairs(b, p0, kc, j0 + jr, nc - jr, dst);
     return nf;
 }
@@ -521,7 +497,7 @@ BG_TARGET int bg_small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *a, c
                 d[np - 1] = 0.0f;
                 memcpy(d, src, (size_t)K * 2);
                 for (int64_t k = 0; k < K; k += 32)
-                    mx = absmax16(mx, _mm512_maskz_loadu_epi16(K - k >= 32 ? (__mmask32)0xffffffffu
+                    mx = bg_absmax16(mx, _mm512_maskz_loadu_epi16(K - k >= 32 ? (__mmask32)0xffffffffu
                                                                            : (__mmask32)((1u << (K - k)) - 1u),
                                                                src + 2 * k));
             } else {
@@ -529,7 +505,7 @@ BG_TARGET int bg_small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *a, c
             }
         }
         /* an inf or NaN in A: the fallback computes the whole product again (kernel.h) */
-        if (any_nonfinite(mx) || smx >= BG_NONFINITE) return 1;
+        if (bg_any_nonfinite16(mx) || smx >= BG_NONFINITE) return 1;
         tiles[nv - 1](np, af, bw, ldb, c, i0, rows, N);
     }
     return 0;

@@ -50,6 +50,27 @@ static inline void bg_store(const bg_out *c, int64_t i, int64_t j, float v)
     }
 }
 
+/* Packing k pairs (BG_PACK_BF16_PAIR, kernel.h): |x| >= BG_NONFINITE in a 16-bit lane is an
+ * infinity or a NaN, which kernels with a fallback report. */
+#define BG_NONFINITE 0x7f80
+
+static inline uint32_t bg_ld_u16(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+/* The pair word of elements x[0] and x[step] (the first in the low 16 bits, the second 0 when
+ * !two), with the running maximum of their |bits| in *mx. */
+static inline uint32_t bg_pair_word(const unsigned char *x, int64_t step, int two, uint32_t *mx)
+{
+    uint32_t lo = bg_ld_u16(x), hi = two ? bg_ld_u16(x + step) : 0;
+    uint32_t m = (lo & 0x7fff) > (hi & 0x7fff) ? lo & 0x7fff : hi & 0x7fff;
+    if (m > *mx) *mx = m;
+    return lo | hi << 16;
+}
+
 /* Horizontal sum of 8 lanes in the fixed tree order every GEMV path uses. */
 static inline float bg_hsum8(const float *l)
 {

@@ -132,6 +132,17 @@ BG_AVX512_INLINE void bg_interleave_rows(__m512i r0, __m512i r1, __m512i *lo, __
     *hi = _mm512_permutex2var_epi16(r0, ihi, r1);
 }
 
+/* The largest |bfloat16| bits of the 16-bit lanes seen so far (a running maximum of x & 0x7fff),
+ * and whether such a maximum is an infinity's or a NaN's (the k-pair packers' inf/NaN report). */
+BG_AVX512_INLINE __m512i bg_absmax16(__m512i mx, __m512i x)
+{
+    return _mm512_max_epu16(mx, _mm512_and_si512(x, _mm512_set1_epi16(0x7fff)));
+}
+BG_AVX512_INLINE int bg_any_nonfinite16(__m512i mx)
+{
+    return _mm512_cmpge_epu16_mask(mx, _mm512_set1_epi16(BG_NONFINITE)) != 0;
+}
+
 /* The largest |float32 bits| of the lanes seen so far (for bg_raise_nonfinite). */
 BG_AVX512_INLINE __m512i bg_absmax32(__m512i mx, __m512 x)
 {
