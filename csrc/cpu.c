@@ -25,6 +25,7 @@ static bf16_tier g_cap = (bf16_tier)(BF16_TIER_COUNT - 1);
 static bf16_tier g_tier = BF16_TIER_BASELINE;
 static const char *g_reason = "not probed";
 static char g_env[32] = "";
+static int g_vbmi = 0;
 
 static const char *const tier_names[BF16_TIER_COUNT] = {"baseline", "avx2", "avx512", "avx512bf16", "amx"};
 
@@ -64,6 +65,7 @@ static bf16_tier probe(const char **reason)
     }
     __cpuid_count(7, 0, a, b, c, d);
     const int avx2 = (b >> 5) & 1;
+    g_vbmi = (c >> 1) & 1; /* AVX512_VBMI: counted only where the avx512 tier is usable */
     if (!avx2 || !fma || !f16c) {
         *reason = "CPU lacks avx2/fma/f16c";
         return BF16_TIER_BASELINE;
@@ -123,7 +125,11 @@ static bf16_tier probe(const char **reason)
 
 int bf16_cpu_init(void)
 {
+    g_vbmi = 0;
     g_detected = probe(&g_reason);
+    if (g_detected < BF16_TIER_AVX512) {
+        g_vbmi = 0;
+    }
     g_cap = (bf16_tier)(BF16_TIER_COUNT - 1);
     g_env[0] = '\0';
     const char *env = getenv("BFLOAT16_DTYPE_ISA");
@@ -148,3 +154,4 @@ bf16_tier bf16_cpu_detected(void) { return g_detected; }
 bf16_tier bf16_cpu_cap(void) { return g_cap; }
 const char *bf16_cpu_env_value(void) { return g_env; }
 const char *bf16_cpu_detect_reason(void) { return g_reason; }
+int bf16_cpu_has_vbmi(void) { return g_vbmi; }

@@ -39,6 +39,9 @@ const char *bf16_cpu_env_value(void);
 const char *bf16_tier_name(bf16_tier t);
 /* Why the detected tier stops where it does, e.g. "CPU lacks avx512_bf16". */
 const char *bf16_cpu_detect_reason(void);
+/* Whether the CPU has AVX512_VBMI (byte permutes) besides a usable avx512 tier: the ufunc loops
+ * run their avx512bf16 tier only with it (umath/registry.cpp). */
+int bf16_cpu_has_vbmi(void);
 
 #ifdef __cplusplus
 }

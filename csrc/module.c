@@ -8,15 +8,16 @@
 #include "cpu.h"
 #include "interop/interop.h"
 
-/* _ext._cpu_info() -> dict: detected tier, cap, tier in force, and why detection stopped. */
+/* _ext._cpu_info() -> dict: detected tier, cap, tier in force, why detection stopped, and
+ * whether the CPU has AVX512_VBMI (the ufunc loops' avx512bf16 tier needs it). */
 static PyObject *cpu_info(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s}", "tier", bf16_tier_name(bf16_cpu_tier()),
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:O}", "tier", bf16_tier_name(bf16_cpu_tier()),
                          "detected", bf16_tier_name(bf16_cpu_detected()), "cap",
                          bf16_tier_name(bf16_cpu_cap()), "env", bf16_cpu_env_value(), "reason",
-                         bf16_cpu_detect_reason());
+                         bf16_cpu_detect_reason(), "vbmi", bf16_cpu_has_vbmi() ? Py_True : Py_False);
 }
 
 static PyMethodDef ext_methods[] = {

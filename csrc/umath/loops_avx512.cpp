@@ -725,6 +725,123 @@ __attribute__((noinline)) __m512i redo_lanes(__m512i v, __m512i out, uint32_t re
     return _mm512_load_si512(res);
 }
 
+/*
+ * tanh at the avx512bf16 loop tier (CPUs with AVX512-VBMI): V<Tanh>'s table read as bytes, 64
+ * elements a step. Byte k of V<Tanh>'s word table is the distance d of index k, so the low
+ * bytes of two blocks' indices (one vpermt2b) index it directly: six vpermt2b cover the 768
+ * bytes for 64 elements where V<Tanh>::f needs six vpermt2w for 32. The table register is
+ * chosen by bits 7-9 of k (bit 7 of the low byte, bits 0-1 of the high one), and d widens back
+ * to words with vpmovzxbw. The rest (clamp, sign, redone NaN and subnormal lanes) is
+ * V<Tanh>::f's. Every input is checked against float64 tanh at this tier and at avx512 (the
+ * word version) by test_unary_exhaustive_every_layout in tests/umath_tier_checks.py.
+ */
+#define BF16_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,avx512vbmi")))
+
+struct TanhBytes {
+    V<Tanh>::Regs c;
+    __m512i even, odd, bit0, bit1;
+};
+
+BF16_VBMI_TARGET static inline __attribute__((always_inline)) void
+tanh_bytes_step(const TanhBytes &t, __m512i v0, __m512i v1, __m512i *out0, __m512i *out1,
+                __mmask32 *redo0, __mmask32 *redo1)
+{
+    const V<Tanh>::Regs &c = t.c;
+    __m512i m0 = _mm512_and_si512(v0, c.magnitude), m1 = _mm512_and_si512(v1, c.magnitude);
+    __m512i mc0 = _mm512_min_epu16(m0, c.hi), mc1 = _mm512_min_epu16(m1, c.hi);
+    __m512i k0 = _mm512_subs_epu16(mc0, c.lo), k1 = _mm512_subs_epu16(mc1, c.lo); /* 0 ... 736 */
+    __m512i kl = _mm512_permutex2var_epi8(k0, t.even, k1); /* low bytes, element order */
+    __m512i kh = _mm512_permutex2var_epi8(k0, t.odd, k1);  /* high bytes: 0 ... 2 */
+    __mmask64 b7 = _mm512_movepi8_mask(kl);
+    __mmask64 b8 = _mm512_test_epi8_mask(kh, t.bit0);
+    __mmask64 b9 = _mm512_test_epi8_mask(kh, t.bit1);
+    const __m512i *w = c.t;
+    __m512i r01 = _mm512_mask_blend_epi8(b7, _mm512_permutex2var_epi8(w[0], kl, w[1]),
+                                         _mm512_permutex2var_epi8(w[2], kl, w[3]));
+    __m512i r23 = _mm512_mask_blend_epi8(b7, _mm512_permutex2var_epi8(w[4], kl, w[5]),
+                                         _mm512_permutex2var_epi8(w[6], kl, w[7]));
+    __m512i r45 = _mm512_mask_blend_epi8(b7, _mm512_permutex2var_epi8(w[8], kl, w[9]),
+                                         _mm512_permutex2var_epi8(w[10], kl, w[11]));
+    __m512i d = _mm512_mask_blend_epi8(b9, _mm512_mask_blend_epi8(b8, r01, r23), r45);
+    __m512i d0 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(d));
+    __m512i d1 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(d, 1));
+    *redo0 = _mm512_cmpgt_epu16_mask(m0, c.nan_above) |
+             _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(v0, c.magnitude), m0, c.bit7);
+    *redo1 = _mm512_cmpgt_epu16_mask(m1, c.nan_above) |
+             _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(v1, c.magnitude), m1, c.bit7);
+    *out0 = _mm512_ternarylogic_epi32(_mm512_sub_epi16(mc0, d0), v0, c.magnitude, 0xF4);
+    *out1 = _mm512_ternarylogic_epi32(_mm512_sub_epi16(mc1, d1), v1, c.magnitude, 0xF4);
+}
+
+/* 64 (or, with masks, fewer) elements from a + 2 i: results in *o0, *o1 */
+BF16_VBMI_TARGET static inline __attribute__((always_inline)) void
+tanh_bytes_block(const TanhBytes &t, const char *a, npy_intp i, __mmask32 k0, __mmask32 k1,
+                 const UnaryTable *table, unsigned *flags, int *ovf, __m512i *o0, __m512i *o1)
+{
+    __m512i v0 = load_at(a, i, k0), v1 = load_at(a, i + BLOCK, k1);
+    __mmask32 redo0, redo1;
+    tanh_bytes_step(t, v0, v1, o0, o1, &redo0, &redo1);
+    redo0 &= k0;
+    redo1 &= k1;
+    if (__builtin_expect((redo0 | redo1) != 0, 0)) {
+        if (redo0) *o0 = redo_lanes<Tanh>(v0, *o0, redo0, table, flags, ovf);
+        if (redo1) *o1 = redo_lanes<Tanh>(v1, *o1, redo1, table, flags, ovf);
+    }
+}
+
+BF16_VBMI_TARGET static int
+tanh_bytes(const char *a, char *o, npy_intp n)
+{
+    TanhBytes t;
+    t.c = V<Tanh>::regs();
+    alignas(64) uint8_t even[64], odd[64];
+    for (int j = 0; j < 64; j++) {
+        even[j] = (uint8_t)(2 * j);
+        odd[j] = (uint8_t)(2 * j + 1);
+    }
+    t.even = _mm512_load_si512(even);
+    t.odd = _mm512_load_si512(odd);
+    t.bit0 = _mm512_set1_epi8(1);
+    t.bit1 = _mm512_set1_epi8(2);
+    __asm__("" : "+v"(t.even), "+v"(t.odd), "+v"(t.bit0), "+v"(t.bit1));
+    const UnaryTable *table = unary_table_get(unary_table_slot<Tanh>, Tanh::f, false);
+    unsigned flags = 0;
+    int ovf = 0;
+    const __mmask32 all = (__mmask32)~0u;
+    __m512i r0, r1;
+    npy_intp i = 0;
+    if (streaming_output(o, n)) {
+        npy_intp head = to_alignment(o);
+        if (head) {
+            tanh_bytes_block(t, a, 0, tail_mask(head), 0, table, &flags, &ovf, &r0, &r1);
+            _mm512_mask_storeu_epi16(o, tail_mask(head), r0);
+            i = head;
+        }
+        for (; i + 2 * BLOCK <= n; i += 2 * BLOCK) {
+            prefetch_ahead(a + 2 * i);
+            tanh_bytes_block(t, a, i, all, all, table, &flags, &ovf, &r0, &r1);
+            _mm512_stream_si512((__m512i *)(o + 2 * i), r0);
+            _mm512_stream_si512((__m512i *)(o + 2 * i + 64), r1);
+        }
+        _mm_sfence();
+    }
+    for (; i + 2 * BLOCK <= n; i += 2 * BLOCK) {
+        tanh_bytes_block(t, a, i, all, all, table, &flags, &ovf, &r0, &r1);
+        _mm512_storeu_si512(o + 2 * i, r0);
+        _mm512_storeu_si512(o + 2 * i + 64, r1);
+    }
+    if (i < n) {
+        npy_intp left = n - i;
+        __mmask32 k0 = left >= BLOCK ? all : tail_mask(left);
+        __mmask32 k1 = left > BLOCK ? tail_mask(left - BLOCK) : 0;
+        tanh_bytes_block(t, a, i, k0, k1, table, &flags, &ovf, &r0, &r1);
+        _mm512_mask_storeu_epi16(o + 2 * i, k0, r0);
+        _mm512_mask_storeu_epi16(o + 2 * i + 64, k1, r1);
+    }
+    unary_table_raise(flags);
+    return ovf;
+}
+
 /* redo_lanes for the lanes of k that are unclean (clean_e / clean_o: even and odd elements),
  * changed by the clamp (u against v), or near a midpoint (we, wo); the masks are formed here,
  * out of line, so the loop itself only tests whether there is any */
@@ -773,6 +890,11 @@ template <class Tier, class Op>
 int twin_unary(const char *a, char *o, npy_intp n)
 {
     int ovf = 0;
+    if constexpr (std::is_same<Op, Tanh>::value) {
+        if (loop_tier >= BF16_TIER_AVX512BF16) {
+            return tanh_bytes(a, o, n);
+        }
+    }
     if constexpr (LooksUp<Op>::value) {
         const typename V<Op>::Regs regs = V<Op>::regs();
         /* redone lanes come from the unary table when it exists, else the functor */

@@ -150,8 +150,13 @@ extern "C" int
 init_ufuncs(PyObject *module)
 {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    /* the avx512bf16 tier has no ufunc loops of its own: it runs the avx512 ones */
-    loop_tier = bf16_cpu_tier() > BF16_TIER_AVX512 ? BF16_TIER_AVX512 : bf16_cpu_tier();
+    /* The loops' highest tier is avx512bf16: the avx512 loops plus byte-table ones that need
+     * AVX512_VBMI besides (tanh_bytes in loops_avx512.cpp); a CPU with AVX512_BF16 but not VBMI
+     * (Cooper Lake) runs the avx512 loops. */
+    bf16_tier t = bf16_cpu_tier();
+    loop_tier = t >= BF16_TIER_AVX512BF16 && bf16_cpu_has_vbmi() ? BF16_TIER_AVX512BF16
+                : t > BF16_TIER_AVX512                          ? BF16_TIER_AVX512
+                                                                : t;
 #else
     loop_tier = BF16_TIER_BASELINE;
 #endif
