@@ -189,6 +189,56 @@ def test_overflow_warns_in_vector_loops_only_when_a_finite_result_rounds_to_inf(
             assert np.isinf(np.multiply(inf, np.array(2.0, BF16)).astype(np.float32)).all()
 
 
+def boundary_pairs(name):
+    """Operand bit patterns whose float32 result (numpy's float32 op on the exact widened
+    values) lies within 2^16 ulps of 0x7F7F8000, the least float32 that rounds to the bfloat16
+    infinity, on either side and with either sign, and whether each must raise "overflow": its
+    float32 result is infinite or rounds (integer reference) to an infinity."""
+    near = np.arange(0x7F00, 0x7F80, dtype=np.uint32).astype(np.uint16)  # 2^127 ... max
+    small = np.arange(0x3F80, 0x4000, dtype=np.uint32).astype(np.uint16)  # 1 ... 2
+    if name in ("add", "subtract"):
+        small = np.arange(0x7A00, 0x7B80, dtype=np.uint32).astype(np.uint16)  # 2^117 ... 2^120
+    if name == "divide":
+        small = np.arange(0x3F60, 0x3F80, dtype=np.uint32).astype(np.uint16)  # 0.875 ... 1
+    a, b = (m.ravel() for m in np.meshgrid(near, small))
+    if name == "subtract":
+        b = b | 0x8000  # a - (-b): a sum of magnitudes
+    with np.errstate(all="ignore"):
+        f = getattr(np, name)(exact_f32(a), exact_f32(b))
+    mag = f.view(np.uint32) & 0x7FFFFFFF
+    keep = (mag >= 0x7F7F8000 - 0x10000) & (mag <= 0x7F800000)
+    a, b, mag = a[keep], b[keep], mag[keep]
+    # the other sign too: negate the result by flipping a (and b for sums)
+    flip = (np.arange(a.size) % 2 == 1).astype(np.uint16) << 15
+    a = a ^ flip
+    if name in ("add", "subtract"):
+        b = b ^ flip
+    overflows = reference_round(mag.view(np.float32)) == 0x7F80
+    return a, b, overflows
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide"])
+def test_overflow_flag_exact_at_the_rounding_boundary(name):
+    """Each operand pair whose float32 result is near the largest value that still rounds to
+    a finite bfloat16, inside a 40-element block of ordinary values (the vector loop) and
+    alone in a strided call (the scalar loop): "overflow" exactly when the result rounds to
+    an infinity. Both sides of the boundary are present."""
+    a, b, overflows = boundary_pairs(name)
+    assert overflows.any() and not overflows.all(), name
+    f = getattr(np, name)
+    for av, bv, want in zip(a, b, overflows):
+        block_a = np.full(40, 1.0, BF16)
+        block_b = np.full(40, 1.0, BF16)
+        block_a.view(np.uint16)[13] = av
+        block_b.view(np.uint16)[13] = bv
+        expected = ["overflow"] if want else []
+        assert warning_kinds(lambda x: f(x, block_b), block_a) == expected, (name, hex(av), hex(bv))
+        spread = np.zeros(2, BF16)
+        spread.view(np.uint16)[0] = av
+        assert warning_kinds(lambda x: f(x, block_b[13:14]), spread[::2]) == expected, (
+            name, hex(av), hex(bv))
+
+
 @pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
 def test_binary_warnings_same_in_vector_and_scalar_loops(name):
     """Array-scalar and array-array calls of every tail length raise the warnings of the
