@@ -51,7 +51,9 @@
 #ifndef BGBF_NC
 #define BGBF_NC 1024
 #endif
+#ifndef BGBF_MC_KC
 #define BGBF_MC_KC (84 * 2048)
+#endif
 
 
 /* absmax16 of the 16-bit lanes of two 32-byte vectors (raw bfloat16 pairs held as floats) */
