@@ -239,6 +239,26 @@ def test_overflow_flag_exact_at_the_rounding_boundary(name):
             name, hex(av), hex(bv))
 
 
+def test_square_overflow_flag_exact_at_the_rounding_boundary():
+    """Every input below 2^65 whose float32 square is 2^127 or more, both signs: "overflow"
+    exactly when the square rounds (integer reference) to an infinity, in the vector loop and
+    in the strided one."""
+    with np.errstate(all="ignore"):
+        sq = exact_f32(ALL_BITS) * exact_f32(ALL_BITS)
+    mag = sq.view(np.uint32) & 0x7FFFFFFF
+    keep = (mag >= 0x7F000000) & ((ALL_BITS & 0x7FFF) < 0x6000)  # |x| < 2^65
+    xs, overflows = ALL_BITS[keep], reference_round(sq[keep]) & 0x7FFF == 0x7F80
+    assert overflows.any() and not overflows.all()
+    for xv, want in zip(xs, overflows):
+        block = np.full(40, 1.0, BF16)
+        block.view(np.uint16)[13] = xv
+        spread = np.zeros(2, BF16)
+        spread.view(np.uint16)[0] = xv
+        expected = ["overflow"] if want else []
+        assert warning_kinds(np.square, block) == expected, hex(xv)
+        assert warning_kinds(np.square, spread[::2]) == expected, hex(xv)
+
+
 @pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
 def test_binary_warnings_same_in_vector_and_scalar_loops(name):
     """Array-scalar and array-array calls of every tail length raise the warnings of the

@@ -41,6 +41,51 @@ inline __m128i narrow8(__m256 f, __m256i *ovf)
 }
 
 /*
+ * + - * / on 16 elements at once, as the AVX-512 loops do it: the even elements widen with a
+ * shift, the odd ones with a mask, the two rounded halves recombine with one 16-bit blend, and
+ * the NaN test is left out (a NaN the float32 hardware returns for widened bfloat16 has zero
+ * low bits, which the rounding add leaves as they are). A finite result that rounds to
+ * infinity raises the float32 overflow flag (flag_rounding_overflow8). About half the
+ * instructions of narrow8 and its 8-lane widening (tests/umath_tier_checks.py at the avx2 tier:
+ * every operand pair exhaustively, and the overflow boundary).
+ */
+inline __m256 even8(__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
+inline __m256 odd8(__m256i v)
+{
+    return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
+}
+inline __m256i rounded_upper8(__m256 f)
+{
+    __m256i u = _mm256_castps_si256(f);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+}
+/* the float32 overflow flag where a finite lane's magnitude is at least 0x7F7F8000, the least
+ * float32 that rounds to the bfloat16 infinity: plus 2^119 - 2^103 it reaches 2^128 - 2^103,
+ * where float32 addition overflows (loops_avx512.cpp's flag_rounding_overflow, two lanes
+ * sets here as AVX2 has no vrangeps) */
+inline void flag_rounding_overflow8(__m256 fe, __m256 fo)
+{
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 c = _mm256_set1_ps(0x1p119f - 0x1p103f);
+    __m256 ge = _mm256_add_ps(_mm256_and_ps(fe, magnitude), c);
+    __m256 go = _mm256_add_ps(_mm256_and_ps(fo, magnitude), c);
+    __asm__ volatile("" : : "x"(ge), "x"(go)); /* the flag is the result */
+}
+/* even and odd float32 results (NaNs the hardware's) -> 16 bfloat16 in element order */
+inline __m256i combine16(__m256 fe, __m256 fo)
+{
+    return _mm256_blend_epi16(_mm256_srli_epi32(rounded_upper8(fe), 16), rounded_upper8(fo), 0xAA);
+}
+template <class Op> struct V;
+template <class Op> inline __m256i arith16(__m256i x, __m256i y)
+{
+    __m256 fe = V<Op>::f(even8(x), even8(y)), fo = V<Op>::f(odd8(x), odd8(y));
+    flag_rounding_overflow8(fe, fo);
+    return combine16(fe, fo);
+}
+
+/*
  * Large outputs (>= 4 MiB, 16-byte aligned) are written with non-temporal stores: they skip
  * the read-for-ownership of each output line, a third of the traffic of a + b.
  */
@@ -202,10 +247,11 @@ template <> struct V<Tanh> {
 
 } /* namespace */
 
+inline __m256i load16(const char *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
 template <class Tier, class Op>
 int twin_binary(const char *a, const char *b, char *o, npy_intp n)
 {
-    __m256i ovf = _mm256_setzero_si256();
     npy_intp i = 0;
     if (streaming_output(o, n)) {
         for (; i + 16 <= n; i += 16) {
@@ -213,51 +259,42 @@ int twin_binary(const char *a, const char *b, char *o, npy_intp n)
                 prefetch_ahead(a + 2 * i);
                 prefetch_ahead(b + 2 * i);
             }
-            __m128i r0 = narrow8(V<Op>::f(widen8(a + 2 * i), widen8(b + 2 * i)), &ovf);
-            __m128i r1 = narrow8(V<Op>::f(widen8(a + 2 * i + 16), widen8(b + 2 * i + 16)), &ovf);
-            _mm_stream_si128((__m128i *)(o + 2 * i), r0);
-            _mm_stream_si128((__m128i *)(o + 2 * i + 16), r1);
+            __m256i r = arith16<Op>(load16(a + 2 * i), load16(b + 2 * i));
+            _mm_stream_si128((__m128i *)(o + 2 * i), _mm256_castsi256_si128(r));
+            _mm_stream_si128((__m128i *)(o + 2 * i + 16), _mm256_extracti128_si256(r, 1));
         }
         _mm_sfence();
     }
     for (; i + 16 <= n; i += 16) {
-        __m128i r0 = narrow8(V<Op>::f(widen8(a + 2 * i), widen8(b + 2 * i)), &ovf);
-        __m128i r1 = narrow8(V<Op>::f(widen8(a + 2 * i + 16), widen8(b + 2 * i + 16)), &ovf);
-        _mm_storeu_si128((__m128i *)(o + 2 * i), r0);
-        _mm_storeu_si128((__m128i *)(o + 2 * i + 16), r1);
+        _mm256_storeu_si256((__m256i *)(o + 2 * i), arith16<Op>(load16(a + 2 * i), load16(b + 2 * i)));
     }
-    int tail = binary_contig<Op>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
-    return tail | !_mm256_testz_si256(ovf, ovf);
+    return binary_contig<Op>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
 }
 
 template <class Tier, class Op>
 int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
 {
-    __m256 s = _mm256_set1_ps(bf16_to_f32(scalar));
-    __m256i ovf = _mm256_setzero_si256();
+    __m256i s = _mm256_set1_epi16((short)scalar);
     npy_intp i = 0;
     bool stream = streaming_output(o, n);
     for (; i + 16 <= n; i += 16) {
-        __m256 x0 = widen8(arr + 2 * i), x1 = widen8(arr + 2 * i + 16);
-        __m128i r0 = narrow8(scalar_first ? V<Op>::f(s, x0) : V<Op>::f(x0, s), &ovf);
-        __m128i r1 = narrow8(scalar_first ? V<Op>::f(s, x1) : V<Op>::f(x1, s), &ovf);
+        __m256i x = load16(arr + 2 * i);
+        __m256i r = scalar_first ? arith16<Op>(s, x) : arith16<Op>(x, s);
         if (stream) {
             if ((i & 31) == 0) {
                 prefetch_ahead(arr + 2 * i);
             }
-            _mm_stream_si128((__m128i *)(o + 2 * i), r0);
-            _mm_stream_si128((__m128i *)(o + 2 * i + 16), r1);
+            _mm_stream_si128((__m128i *)(o + 2 * i), _mm256_castsi256_si128(r));
+            _mm_stream_si128((__m128i *)(o + 2 * i + 16), _mm256_extracti128_si256(r, 1));
         }
         else {
-            _mm_storeu_si128((__m128i *)(o + 2 * i), r0);
-            _mm_storeu_si128((__m128i *)(o + 2 * i + 16), r1);
+            _mm256_storeu_si256((__m256i *)(o + 2 * i), r);
         }
     }
     if (stream) {
         _mm_sfence();
     }
-    int tail = binary_scalar_contig<Op>(arr + 2 * i, scalar, scalar_first, o + 2 * i, n - i);
-    return tail | !_mm256_testz_si256(ovf, ovf);
+    return binary_scalar_contig<Op>(arr + 2 * i, scalar, scalar_first, o + 2 * i, n - i);
 }
 
 template <class Tier, class Op>
@@ -329,6 +366,23 @@ int twin_unary(const char *a, char *o, npy_intp n)
 {
     if constexpr (IsApproximate<Op>::value) {
         return approximate_unary<Op>(a, o, n);
+    }
+    else if constexpr (!std::is_same<Op, Sign>::value) {
+        /* 16 elements a step as arith16. Neither sqrt nor square rounds a finite result to
+         * infinity (loops_avx512.cpp's unary_block), and their NaNs are the hardware's; an
+         * integer rounding of a bfloat16 is a bfloat16 (or its input NaN, quieted), so its
+         * upper half is the result as it stands. sign passes a NaN through unquieted: narrow8. */
+        constexpr bool exact = !std::is_same<Op, Sqrt>::value && !std::is_same<Op, Square>::value;
+        npy_intp i = 0;
+        for (; i + 16 <= n; i += 16) {
+            __m256i x = load16(a + 2 * i);
+            __m256 fe = V<Op>::f(even8(x)), fo = V<Op>::f(odd8(x));
+            __m256i r = exact ? _mm256_blend_epi16(_mm256_srli_epi32(_mm256_castps_si256(fe), 16),
+                                                   _mm256_castps_si256(fo), 0xAA)
+                              : combine16(fe, fo);
+            _mm256_storeu_si256((__m256i *)(o + 2 * i), r);
+        }
+        return unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);
     }
     else {
         __m256i ovf = _mm256_setzero_si256();

@@ -5,9 +5,8 @@
  * 32 bfloat16 are one 64-byte load; the even elements widen with a shift, the odd ones with
  * a mask, so no shuffle is needed and the two rounded halves recombine in place with one
  * ternary-logic op. Rounding is bf16_round_bits_rne in 16 lanes; a finite result rounding to
- * infinity raises the float32 overflow flag in the binary ops (flag_rounding_overflow), and the
- * unary ops test only blocks holding an infinity. Tails use masked loads and stores, so small
- * arrays need no scalar loop.
+ * infinity raises the float32 overflow flag (flag_rounding_overflow). Tails use masked loads
+ * and stores, so small arrays need no scalar loop.
  * Checked against float32 and float64 references at every tier by tests/umath_tier_checks.py.
  */
 #include "umath/loops.h"
@@ -71,25 +70,6 @@ inline __m512i combine_hardware_nans(__m512 fe, __m512 fo)
 {
     return _mm512_ternarylogic_epi32(_mm512_srli_epi32(plain_upper(fe), 16), plain_upper(fo),
                                      _mm512_set1_epi32((int)0xffff0000u), 0xF8);
-}
-
-/* Lanes holding +-inf (rare: checked before the exact, slower overflow test). */
-inline __mmask32 inf_lanes(__m512i r)
-{
-    return _mm512_cmpeq_epi16_mask(_mm512_and_si512(r, _mm512_set1_epi16(0x7fff)),
-                                   _mm512_set1_epi16(0x7f80));
-}
-
-/* Did a finite float32 of this block round to inf? (fe/fo: even/odd results, `lanes` their
- * infinite outputs) */
-__attribute__((noinline)) int finite_became_inf(__m512 fe, __m512 fo, __mmask32 lanes)
-{
-    __mmask16 fin_e = _mm512_cmp_ps_mask(_mm512_abs_ps(fe), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
-    __mmask16 fin_o = _mm512_cmp_ps_mask(_mm512_abs_ps(fo), _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
-    /* lane 2i of the block is even element i, lane 2i+1 odd element i */
-    __m512i fin = _mm512_or_si512(_mm512_maskz_set1_epi32(fin_e, 0x0000ffff),
-                                  _mm512_maskz_set1_epi32(fin_o, (int)0xffff0000u));
-    return (_mm512_test_epi16_mask(fin, fin) & lanes) != 0;
 }
 
 inline __mmask32 tail_mask(npy_intp left) { return (__mmask32)((1ull << left) - 1); }
@@ -590,10 +570,23 @@ template <> struct HardwareNaNs<Divide> : std::true_type {};
 template <> struct HardwareNaNs<Sqrt> : std::true_type {};
 template <> struct HardwareNaNs<Square> : std::true_type {};
 
+/* Integer roundings: the result of a bfloat16 is a bfloat16 (or its NaN, quieted by vrndscale),
+ * so the upper halves are the results as they stand. */
+template <class Op> struct ExactInBf16 : std::false_type {};
+template <> struct ExactInBf16<Floor> : std::true_type {};
+template <> struct ExactInBf16<Ceil> : std::true_type {};
+template <> struct ExactInBf16<Trunc> : std::true_type {};
+template <> struct ExactInBf16<Rint> : std::true_type {};
+
 template <class Op>
 inline __m512i combine_results(__m512 fe, __m512 fo)
 {
-    if constexpr (HardwareNaNs<Op>::value) {
+    if constexpr (ExactInBf16<Op>::value) {
+        return _mm512_ternarylogic_epi32(_mm512_srli_epi32(_mm512_castps_si512(fe), 16),
+                                         _mm512_castps_si512(fo),
+                                         _mm512_set1_epi32((int)0xffff0000u), 0xF8);
+    }
+    else if constexpr (HardwareNaNs<Op>::value) {
         return combine_hardware_nans(fe, fo);
     }
     else {
@@ -629,16 +622,18 @@ inline __m512i binary_block(__m512i x, __m512i y)
     return combine_hardware_nans(fe, fo);
 }
 
+/* One block of a unary op evaluated in float32. None of these rounds a finite float32 result
+ * to infinity: a square root, an integer rounding or a sign of a bfloat16 is at most its
+ * magnitude (or NaN), and no square of a bfloat16 m 2^e lies from 0x7F7F8000 (the least
+ * float32 that rounds to the bfloat16 infinity) to the largest float32 — that takes e = 63 and
+ * m^2 >= 3.992, above 1.9921875^2 — so a square that rounds to infinity has overflowed in
+ * float32, which raises the flag itself
+ * (tests/umath_tier_checks.py::test_square_overflow_flag_exact_at_the_rounding_boundary). */
 template <class Op>
-inline __m512i unary_block(__m512i x, int *ovf)
+inline __m512i unary_block(__m512i x)
 {
     __m512 fe = V<Op>::f(even_f32(x)), fo = V<Op>::f(odd_f32(x));
-    __m512i r = combine_results<Op>(fe, fo);
-    __mmask32 inf = inf_lanes(r);
-    if (inf) {
-        *ovf |= finite_became_inf(fe, fo, inf);
-    }
-    return r;
+    return combine_results<Op>(fe, fo);
 }
 
 /*
@@ -941,7 +936,7 @@ int twin_unary(const char *a, char *o, npy_intp n)
     }
     else if constexpr (!IsApproximate<Op>::value) {
         run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
-            return unary_block<Op>(load_at(a, i, k), &ovf);
+            return unary_block<Op>(load_at(a, i, k));
         });
     }
     else {
