@@ -20,16 +20,23 @@ inline __m256 widen8(const char *p)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* float32 -> its bfloat16 rounded (to nearest, ties to even) in the upper half of each lane;
+ * a NaN keeps its upper half only if its lower one is zero (the hardware's NaNs) */
+inline __m256i rounded_upper8(__m256 f)
+{
+    __m256i u = _mm256_castps_si256(f);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+}
+
 inline __m128i narrow8(__m256 f, __m256i *ovf)
 {
-    const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
     const __m256i absmask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     const __m256i quiet = _mm256_set1_epi32(0x40), hinf = _mm256_set1_epi32(0x7f80);
     const __m256i habs = _mm256_set1_epi32(0x7fff);
     __m256i u = _mm256_castps_si256(f);
     __m256i hi = _mm256_srli_epi32(u, 16);
-    __m256i r = _mm256_srli_epi32(
-            _mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16);
+    __m256i r = _mm256_srli_epi32(rounded_upper8(f), 16);
     __m256i absu = _mm256_and_si256(u, absmask);
     __m256i is_nan = _mm256_cmpgt_epi32(absu, inf);
     r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), is_nan);
@@ -54,16 +61,10 @@ inline __m256 odd8(__m256i v)
 {
     return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
 }
-inline __m256i rounded_upper8(__m256 f)
-{
-    __m256i u = _mm256_castps_si256(f);
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-}
 /* the float32 overflow flag where a finite lane's magnitude is at least 0x7F7F8000, the least
  * float32 that rounds to the bfloat16 infinity: plus 2^119 - 2^103 it reaches 2^128 - 2^103,
- * where float32 addition overflows (loops_avx512.cpp's flag_rounding_overflow, two lanes
- * sets here as AVX2 has no vrangeps) */
+ * where float32 addition overflows (loops_avx512.cpp's flag_rounding_overflow; here both
+ * halves are added, as AVX2 has no vrangeps) */
 inline void flag_rounding_overflow8(__m256 fe, __m256 fo)
 {
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));

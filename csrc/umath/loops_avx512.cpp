@@ -469,10 +469,18 @@ template <> struct V<Tanh> {
         /* d: the lower byte for even k (shifted up first), the upper one for odd k */
         r = _mm512_mask_slli_epi16(r, _mm512_testn_epi16_mask(k, c.one), r, 8);
         __m512i d = _mm512_srli_epi16(r, 8);
-        /* NaN: m > 0x7f80; subnormal: 0 < m < 0x80 */
-        *redo = _mm512_cmpgt_epu16_mask(m, c.nan_above) |
-                _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(v, c.magnitude), m, c.bit7);
-        /* (mc - d) | (v & ~0x7fff) */
+        *redo = redo_lanes_of(v, m, c);
+        return result(v, mc, d, c);
+    }
+    /* the lanes to redo: NaN (m > 0x7f80) and subnormal (0 < m < 0x80); m = |v| */
+    static __mmask32 redo_lanes_of(__m512i v, __m512i m, const Regs &c)
+    {
+        return _mm512_cmpgt_epu16_mask(m, c.nan_above) |
+               _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(v, c.magnitude), m, c.bit7);
+    }
+    /* (mc - d) | (v & ~0x7fff): the clamped magnitude less the distance, with v's sign */
+    static __m512i result(__m512i v, __m512i mc, __m512i d, const Regs &c)
+    {
         return _mm512_ternarylogic_epi32(_mm512_sub_epi16(mc, d), v, c.magnitude, 0xF4);
     }
 };
@@ -602,7 +610,7 @@ inline __m512i combine_results(__m512 fe, __m512 fo)
  * raise nothing. NumPy reads the flag after the loop as it reads the float32 arithmetic's own.
  * Two float ops and no mask or branch, where testing the results for infinities cost a
  * quarter of the loop (AMD Zen 5). Exact at the boundary:
- * tests/umath_tier_checks.py::test_overflow_warns_in_vector_loops_only_when_a_finite_result_rounds_to_inf.
+ * tests/umath_tier_checks.py::test_overflow_flag_exact_at_the_rounding_boundary.
  */
 inline void flag_rounding_overflow(__m512 fe, __m512 fo)
 {
@@ -792,12 +800,10 @@ tanh_bytes_step(const TanhBytes &t, __m512i v0, __m512i v1, __m512i *out0, __m51
     __m512i d = _mm512_mask_blend_epi8(b9, _mm512_mask_blend_epi8(b8, r01, r23), r45);
     __m512i d0 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(d));
     __m512i d1 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(d, 1));
-    *redo0 = _mm512_cmpgt_epu16_mask(m0, c.nan_above) |
-             _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(v0, c.magnitude), m0, c.bit7);
-    *redo1 = _mm512_cmpgt_epu16_mask(m1, c.nan_above) |
-             _mm512_mask_cmplt_epu16_mask(_mm512_test_epi16_mask(v1, c.magnitude), m1, c.bit7);
-    *out0 = _mm512_ternarylogic_epi32(_mm512_sub_epi16(mc0, d0), v0, c.magnitude, 0xF4);
-    *out1 = _mm512_ternarylogic_epi32(_mm512_sub_epi16(mc1, d1), v1, c.magnitude, 0xF4);
+    *redo0 = V<Tanh>::redo_lanes_of(v0, m0, c);
+    *redo1 = V<Tanh>::redo_lanes_of(v1, m1, c);
+    *out0 = V<Tanh>::result(v0, mc0, d0, c);
+    *out1 = V<Tanh>::result(v1, mc1, d1, c);
 }
 
 /* 64 (or, with masks, fewer) elements from a + 2 i: results in *o0, *o1 */
