@@ -210,6 +210,22 @@ def test_gemm_sums_in_increasing_k_from_zero(rng, shape, layout):
         check_bf16_is_rounded_f32(r16, r32)
 
 
+def test_column_panels_narrower_than_a_threads_columns(rng):
+    """K = 4096: the avx512bf16 kernel cuts its B panels to 512 columns (nc_kc), so one thread
+    runs three column panels here and two threads two each; every thread count gives the same
+    bits, within the bound."""
+    m, k, n = 20, 4096, 1300
+    a, A = make(rng, (m, k))
+    b, B = make(rng, (k, n))
+    results = []
+    for threads in (1, 2, 3):
+        with bd.num_threads(threads):
+            results.append(f32_bits(bd.matmul(a, b, out_dtype=np.float32)))
+    check_bound(results[0].view(np.float32), A, B)
+    for r in results[1:]:
+        assert np.array_equal(r, results[0])
+
+
 # KC of each tier's kernel (csrc/matmul/README.md, kernel table)
 KC = {"baseline": 256, "avx2": 256, "avx512": 256, "avx512bf16": 4096, "amx": 1024}
 

@@ -319,6 +319,14 @@ static int64_t bg_block_mc(const bg_kernel *kt, int64_t K)
     return mc < kt->mr ? kt->mr : mc > kt->mc ? kt->mc : mc;
 }
 
+/* The columns of a B panel for a product of this K (kernel.h, bg_kernel.nc_kc). */
+static int64_t bg_block_nc(const bg_kernel *kt, int64_t K)
+{
+    if (kt->nc_kc == 0) return kt->nc;
+    int64_t nc = kt->nc_kc / min64(kt->kc, K) / kt->nr * kt->nr;
+    return nc < kt->nr ? kt->nr : nc > kt->nc ? kt->nc : nc;
+}
+
 /* Workspace of one GEMM thread owning rows/columns of size m x n. */
 static void gemm_sizes(bg_plan *pl, const bg_kernel *kt, int64_t m, int64_t n, int64_t K)
 {
@@ -400,7 +408,7 @@ static void make_plan(bg_problem *p, const bg_kernel *kt, int nthreads, bg_plan 
 
     pl->direct = !p->c.bf16 && p->c.cs == 4 && p->c.rs % 4 == 0 && ((uintptr_t)p->c.p % 4) == 0;
     pl->use_tile = !pl->direct && p->K > kt->kc;
-    pl->nc = pl->use_tile ? BG_TILE_N : kt->nc;
+    pl->nc = pl->use_tile ? min64(BG_TILE_N, bg_block_nc(kt, p->K)) : bg_block_nc(kt, p->K);
     pl->mb = pl->use_tile ? BG_TILE_M : INT64_MAX;
 
     int64_t t = flops < BG_GEMM_MT_FLOPS ? 1 : nthreads;

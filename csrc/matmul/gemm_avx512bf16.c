@@ -37,8 +37,12 @@
 /* Cache blocks (k counts; a panel holds half as many pair slots). KC = 4096: a KC x NR panel of
  * B is up to KC * NR * 2 bytes = 256 KiB, read from L2 (13 bytes a cycle with A's 14 pairs, well
  * within its bandwidth); an A block holds at most 84 x 2048 rows x k (336 KiB, L2), so MC is 168
- * for K <= 1024, 84 for K = 2048, 42 for K >= 4096 (mc_kc); a KC x NC panel of B is up to 8 MiB
- * (L3; NC 2048 and 4096 measured the same as 1024). A long KC keeps the float32 sums of products
+ * for K <= 1024, 84 for K = 2048, 42 for K >= 4096 (mc_kc); a panel of B holds at most 2048 x
+ * 1024 k x columns (4 MiB, L3), so NC is 1024 for K <= 2048 and 512 for K >= 4096 (nc_kc): each
+ * thread streams its own panel from the L3 once per A block, and two 8 MiB panels (NC = 1024 at
+ * K = 4096) lost 7-17 % at n = 4096 on two threads (0.82-0.87 of the instruction's rate against
+ * 0.92-0.94 with NC = 512, 10 % on one thread; NC = 2048: 0.76; AMD EPYC Zen 5 VM sharing its
+ * L3, interleaved runs), while NC = 512 at K = 2048 lost 1-3 %. A long KC keeps the float32 sums of products
  * with K <= 4096 in registers until they are rounded out: no float32 tile to write and read back
  * per K block, which cost 5-10 % at n = 1024-2048 with KC = 512 (AMD EPYC Zen 5, one and two
  * threads, interleaved runs), and 5 % at n = 4096 on one thread with KC = 2048. */
@@ -53,6 +57,9 @@
 #endif
 #ifndef BGBF_MC_KC
 #define BGBF_MC_KC (84 * 2048)
+#endif
+#ifndef BGBF_NC_KC
+#define BGBF_NC_KC (1024 * 2048)
 #endif
 
 
@@ -525,7 +532,7 @@ BG_PEAK_LOOP(peak_bf16, BG_TARGET, __m512, _mm512_setzero_ps(), __m512bh, (__m51
 const bg_kernel bg_kernel_avx512bf16 = {
     .name = "avx512bf16: AVX512-BF16 vdpbf16ps 14x32 on bfloat16 k pairs",
     .tier = BF16_TIER_AVX512BF16,
-    .mr = BG_MR, .nr = BG_NR, .kc = BGBF_KC, .mc = BGBF_MC, .nc = BGBF_NC, .mc_kc = BGBF_MC_KC,
+    .mr = BG_MR, .nr = BG_NR, .kc = BGBF_KC, .mc = BGBF_MC, .nc = BGBF_NC, .mc_kc = BGBF_MC_KC, .nc_kc = BGBF_NC_KC,
     .pack = BG_PACK_BF16_PAIR,
     .gemv_ku = 32,
     .ukernel = ukernel_bf16,

@@ -95,6 +95,9 @@ typedef struct bg_kernel_s {
     /* 0, or the most rows x k an A block may hold: MC is then cut to a multiple of mr that keeps
      * the block of the product's k (min(K, kc)) within it, and is never above mc (bg_block_mc) */
     int64_t mc_kc;
+    /* 0, or the most k x columns a B panel may hold: NC is then cut to a multiple of nr that
+     * keeps the panel of the product's k within it, and is never above nc (bg_block_nc) */
+    int64_t nc_kc;
     bg_pack_format pack;
     /* 0: pack_a writes rows past mc as zeros or not at all, and the driver pads a partial panel
      * by repeating its last row in the pair-after-pair (or k-after-k) layout (bg_pad_panel);
