@@ -221,6 +221,38 @@ static void unary_bits_contig(const char *a, char *o, npy_intp n)
 
 /* ---- vector twins, per tier ------------------------------------------------------------- */
 
+/* Facts about the functors that every tier's twins use (loops_avx2.cpp, loops_avx512.cpp). */
+
+/* Float32 arithmetic on widened bfloat16, whose NaNs are the hardware's: quiet, with zero low
+ * bits, which the rounding add leaves as they are, so the twins skip the NaN test (maximum and
+ * the like pass an input NaN through, signalling ones included, and keep it). */
+template <class Op> struct HardwareNaNs : std::false_type {};
+template <> struct HardwareNaNs<Add> : std::true_type {};
+template <> struct HardwareNaNs<Subtract> : std::true_type {};
+template <> struct HardwareNaNs<Multiply> : std::true_type {};
+template <> struct HardwareNaNs<Divide> : std::true_type {};
+template <> struct HardwareNaNs<Sqrt> : std::true_type {};
+template <> struct HardwareNaNs<Square> : std::true_type {};
+
+/* Integer roundings: the result of a bfloat16 is a bfloat16 (or its NaN, quieted by the
+ * rounding instruction), so the upper halves of the float32 results are the results. */
+template <class Op> struct ExactInBf16 : std::false_type {};
+template <> struct ExactInBf16<Floor> : std::true_type {};
+template <> struct ExactInBf16<Ceil> : std::true_type {};
+template <> struct ExactInBf16<Trunc> : std::true_type {};
+template <> struct ExactInBf16<Rint> : std::true_type {};
+
+/*
+ * A finite float32 rounds to the bfloat16 infinity when its magnitude is at least 0x7F7F8000
+ * (2^128 - 2^119). That magnitude plus this offset reaches 2^128 - 2^103, where float32
+ * addition rounds to infinity, and anything smaller stays finite; an inf or NaN lane raises
+ * nothing. So adding it to the magnitudes raises the float32 overflow flag exactly for the
+ * results that round to infinity, and NumPy reads that flag after the loop as it reads the
+ * arithmetic's own: no mask test or branch per block (flag_rounding_overflow in the tier
+ * files; tests/umath_tier_checks.py::test_overflow_flag_exact_at_the_rounding_boundary).
+ */
+constexpr float rounds_to_inf_offset = 0x1p119f - 0x1p103f;
+
 struct TierAvx2 {};
 struct TierAvx512 {};
 

@@ -61,14 +61,12 @@ inline __m256 odd8(__m256i v)
 {
     return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)));
 }
-/* the float32 overflow flag where a finite lane's magnitude is at least 0x7F7F8000, the least
- * float32 that rounds to the bfloat16 infinity: plus 2^119 - 2^103 it reaches 2^128 - 2^103,
- * where float32 addition overflows (loops_avx512.cpp's flag_rounding_overflow; here both
- * halves are added, as AVX2 has no vrangeps) */
+/* the float32 overflow flag where a finite lane rounds to the bfloat16 infinity (loops.h,
+ * rounds_to_inf_offset; both halves added, as AVX2 has no vrangeps to take their larger) */
 inline void flag_rounding_overflow8(__m256 fe, __m256 fo)
 {
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256 c = _mm256_set1_ps(0x1p119f - 0x1p103f);
+    const __m256 c = _mm256_set1_ps(rounds_to_inf_offset);
     __m256 ge = _mm256_add_ps(_mm256_and_ps(fe, magnitude), c);
     __m256 go = _mm256_add_ps(_mm256_and_ps(fo, magnitude), c);
     __asm__ volatile("" : : "x"(ge), "x"(go)); /* the flag is the result */
@@ -368,19 +366,18 @@ int twin_unary(const char *a, char *o, npy_intp n)
     if constexpr (IsApproximate<Op>::value) {
         return approximate_unary<Op>(a, o, n);
     }
-    else if constexpr (!std::is_same<Op, Sign>::value) {
-        /* 16 elements a step as arith16. Neither sqrt nor square rounds a finite result to
-         * infinity (loops_avx512.cpp's unary_block), and their NaNs are the hardware's; an
-         * integer rounding of a bfloat16 is a bfloat16 (or its input NaN, quieted), so its
-         * upper half is the result as it stands. sign passes a NaN through unquieted: narrow8. */
-        constexpr bool exact = !std::is_same<Op, Sqrt>::value && !std::is_same<Op, Square>::value;
+    else if constexpr (HardwareNaNs<Op>::value || ExactInBf16<Op>::value) {
+        /* 16 elements a step as arith16 (loops.h's traits). Neither sqrt nor square rounds a
+         * finite result to infinity (loops_avx512.cpp's unary_block); sign passes a NaN
+         * through unquieted, so it stays with narrow8. */
         npy_intp i = 0;
         for (; i + 16 <= n; i += 16) {
             __m256i x = load16(a + 2 * i);
             __m256 fe = V<Op>::f(even8(x)), fo = V<Op>::f(odd8(x));
-            __m256i r = exact ? _mm256_blend_epi16(_mm256_srli_epi32(_mm256_castps_si256(fe), 16),
-                                                   _mm256_castps_si256(fo), 0xAA)
-                              : combine16(fe, fo);
+            __m256i r = ExactInBf16<Op>::value
+                                ? _mm256_blend_epi16(_mm256_srli_epi32(_mm256_castps_si256(fe), 16),
+                                                     _mm256_castps_si256(fo), 0xAA)
+                                : combine16(fe, fo);
             _mm256_storeu_si256((__m256i *)(o + 2 * i), r);
         }
         return unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);

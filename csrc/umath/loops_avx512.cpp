@@ -568,24 +568,6 @@ template <> struct V<LessEqual> : Cmp<_CMP_LE_OQ> {};
 template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
 template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
 
-/* Ops whose results are the float32 hardware's (see combine_hardware_nans); maximum and the
- * like pass an input NaN through, signalling ones included, and keep the full rounding. */
-template <class Op> struct HardwareNaNs : std::false_type {};
-template <> struct HardwareNaNs<Add> : std::true_type {};
-template <> struct HardwareNaNs<Subtract> : std::true_type {};
-template <> struct HardwareNaNs<Multiply> : std::true_type {};
-template <> struct HardwareNaNs<Divide> : std::true_type {};
-template <> struct HardwareNaNs<Sqrt> : std::true_type {};
-template <> struct HardwareNaNs<Square> : std::true_type {};
-
-/* Integer roundings: the result of a bfloat16 is a bfloat16 (or its NaN, quieted by vrndscale),
- * so the upper halves are the results as they stand. */
-template <class Op> struct ExactInBf16 : std::false_type {};
-template <> struct ExactInBf16<Floor> : std::true_type {};
-template <> struct ExactInBf16<Ceil> : std::true_type {};
-template <> struct ExactInBf16<Trunc> : std::true_type {};
-template <> struct ExactInBf16<Rint> : std::true_type {};
-
 template <class Op>
 inline __m512i combine_results(__m512 fe, __m512 fo)
 {
@@ -602,19 +584,13 @@ inline __m512i combine_results(__m512 fe, __m512 fo)
     }
 }
 
-/*
- * Raise the float32 overflow flag when a finite lane of fe or fo rounds to the bfloat16
- * infinity, i.e. has a magnitude of at least 0x7F7F8000 (2^128 - 2^119): the larger magnitude
- * of each lane pair (vrangeps, sign cleared) plus 2^119 - 2^103 then reaches 2^128 - 2^103,
- * where float32 addition rounds to infinity, and below it stays finite; inf and NaN lanes
- * raise nothing. NumPy reads the flag after the loop as it reads the float32 arithmetic's own.
- * Two float ops and no mask or branch, where testing the results for infinities cost a
- * quarter of the loop (AMD Zen 5). Exact at the boundary:
- * tests/umath_tier_checks.py::test_overflow_flag_exact_at_the_rounding_boundary.
- */
+/* The float32 overflow flag where a finite lane of fe or fo rounds to the bfloat16 infinity
+ * (loops.h, rounds_to_inf_offset): the larger magnitude of each lane pair (vrangeps, sign
+ * cleared) plus the offset. Two float ops, where testing the results for infinities cost a
+ * quarter of the loop (AMD Zen 5). */
 inline void flag_rounding_overflow(__m512 fe, __m512 fo)
 {
-    __m512 g = _mm512_add_ps(_mm512_range_ps(fe, fo, 0xB), _mm512_set1_ps(0x1p119f - 0x1p103f));
+    __m512 g = _mm512_add_ps(_mm512_range_ps(fe, fo, 0xB), _mm512_set1_ps(rounds_to_inf_offset));
     __asm__ volatile("" : : "v"(g)); /* the flag is the result */
 }
 
