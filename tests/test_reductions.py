@@ -357,3 +357,32 @@ def test_elementwise_in_place_add_multiply_round_each_element_once(n):
             op(strided, b, out=strided)
         np.testing.assert_array_equal(x.view(np.uint16), want, err_msg=f"{op.__name__} {n}")
         np.testing.assert_array_equal(strided.view(np.uint16), want)
+
+
+class _FloatCallsAdd:
+    """An object whose float() makes an in-place bfloat16 add of its own: numpy's cast of an
+    object input inside a reduction's call then runs a second add call on the same thread."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __float__(self):
+        y = np.ones(8, bfloat16)
+        np.add(y, y, out=y)
+        return self.value
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_call_inside_a_call_keeps_its_own_shadow(axis):
+    """A reduction whose input casts run add calls of their own (several buffer fills of 8192
+    elements) still accumulates in float32: 19999 ones then -19968 sum to 31 exactly, which
+    one rounding of the running sum per buffer fill (the nested call taking the reduction's
+    float32 window) would turn into -7."""
+    shape = (20000, 3) if axis == 0 else (3, 20000)
+    v = np.ones(shape, np.float64)
+    v[(slice(-1, None), slice(None)) if axis == 0 else (slice(None), slice(-1, None))] = -19968.0
+    x = np.empty(shape, object)
+    for idx in np.ndindex(shape):
+        x[idx] = _FloatCallsAdd(float(v[idx]))
+    got = np.add.reduce(x, axis=axis, dtype=bfloat16)
+    np.testing.assert_array_equal(f32(got), np.full(3, 31.0, np.float32))

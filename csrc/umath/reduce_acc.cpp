@@ -6,7 +6,6 @@
 #include "umath/umath.h"
 
 #include <algorithm>
-#include <atomic>
 #include <new>
 #include <vector>
 
@@ -54,6 +53,7 @@ struct Shadow {
     char *prev_o = nullptr;
     npy_intp prev_so = 0, prev_m = 0;
     std::vector<bf16_t> prev_first;
+    bool busy = false;           /* the thread's own Shadow, handed out for a call */
 };
 
 /* At most 2^26 float32 slots (256 MiB): outputs spanning more than 128 MiB reduce in bfloat16. */
@@ -63,59 +63,82 @@ static const size_t shadow_max_slots = (size_t)1 << 26;
 static const size_t shadow_probe_slots = (size_t)1 << 12;
 
 /*
- * Every add and multiply call gets a Shadow (acc_get_loop), most of them never use it; the
- * memory of the last one freed is kept for the next call (a malloc and a free per call were ~40
- * of the ~340 ns numpy spends on a small np.add, AMD EPYC Zen 5). One slot for the process,
- * taken and put back with an atomic exchange each (a concurrent call finds it empty and
- * allocates), as the matmul keeps its workspace; each call still constructs its Shadow afresh.
+ * Every add and multiply call gets a Shadow (acc_get_loop) and most of them never use it, so
+ * each thread keeps one for its calls: acc_get_loop hands it out and NumPy's free of the
+ * auxdata at the end of the call resets it (its vectors keep up to shadow_probe_slots of
+ * memory). A malloc, a construction and a free per call were 20-30 of the ~270 ns numpy spends
+ * on a small np.add (AMD EPYC Zen 5). A call that starts while the thread's Shadow is still in
+ * use (Python code run by a cast inside a call, e.g. an object's __float__, making a call of
+ * its own) gets a Shadow of its own, as do clones (test_reductions.py,
+ * test_call_inside_a_call_keeps_its_own_shadow).
  */
-static std::atomic<void *> spare_shadow{nullptr};
-
 static void
-shadow_free(NpyAuxData *aux)
+shadow_delete(NpyAuxData *aux)
 {
-    Shadow *m = reinterpret_cast<Shadow *>(aux);
-    m->~Shadow();
-    ::operator delete(spare_shadow.exchange(m, std::memory_order_acq_rel));
+    delete reinterpret_cast<Shadow *>(aux);
 }
 
-/* Memory for one Shadow: the spare block, or a new one (nullptr: none) */
-static void *
-shadow_block()
+/* The thread's Shadow back to its state between calls. */
+static void
+shadow_release(NpyAuxData *aux)
 {
-    void *block = spare_shadow.exchange(nullptr, std::memory_order_acquire);
-    return block != nullptr ? block : ::operator new(sizeof(Shadow), std::nothrow);
+    Shadow *m = reinterpret_cast<Shadow *>(aux);
+    m->reduction = false;
+    m->lo = nullptr;
+    m->seen_lo = m->seen_hi = nullptr;
+    m->prev_o = nullptr;
+    m->prev_so = m->prev_m = 0;
+    m->value.clear();
+    m->prev_first.clear();
+    if (m->value.capacity() > shadow_probe_slots) {
+        std::vector<float>().swap(m->value);
+    }
+    if (m->prev_first.capacity() > shadow_probe_slots) {
+        std::vector<bf16_t>().swap(m->prev_first);
+    }
+    m->busy = false;
+}
+
+static NpyAuxData *shadow_clone(NpyAuxData *aux);
+
+static Shadow *
+shadow_init(Shadow *m, bool reduction, NpyAuxData_FreeFunc *release)
+{
+    memset(&m->base, 0, sizeof m->base);
+    m->base.free = release;
+    m->base.clone = shadow_clone;
+    m->reduction = reduction;
+    return m;
 }
 
 static NpyAuxData *
 shadow_clone(NpyAuxData *aux)
 {
-    void *block = shadow_block();
-    if (block == nullptr) {
+    Shadow *m = new (std::nothrow) Shadow();
+    if (m == nullptr) {
         return nullptr;
     }
     try {
-        return reinterpret_cast<NpyAuxData *>(new (block) Shadow(*reinterpret_cast<Shadow *>(aux)));
+        *m = *reinterpret_cast<Shadow *>(aux);
     }
     catch (const std::bad_alloc &) { /* copying the vectors */
-        ::operator delete(block);
+        delete m;
         return nullptr;
     }
+    m->busy = false;
+    return reinterpret_cast<NpyAuxData *>(shadow_init(m, m->reduction, shadow_delete));
 }
 
 static Shadow *
 shadow_new(bool reduction)
 {
-    void *block = shadow_block();
-    if (block == nullptr) {
-        return nullptr;
+    static thread_local Shadow mine;
+    if (!mine.busy) {
+        mine.busy = true;
+        return shadow_init(&mine, reduction, shadow_release);
     }
-    Shadow *m = new (block) Shadow();
-    memset(&m->base, 0, sizeof m->base);
-    m->base.free = shadow_free;
-    m->base.clone = shadow_clone;
-    m->reduction = reduction;
-    return m;
+    Shadow *m = new (std::nothrow) Shadow();
+    return m == nullptr ? nullptr : shadow_init(m, reduction, shadow_delete);
 }
 
 /* Make the window cover bytes [first, last] (both ends included). When the window together
