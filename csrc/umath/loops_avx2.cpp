@@ -398,6 +398,20 @@ template <class Tier, class Op>
 void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
 {
     npy_intp i = 0;
+    /* 32 elements a step: even and odd elements compare as float32 (vcmpps: a signalling NaN
+     * raises "invalid" as the functors do), one 16-bit blend puts each element's all-ones or
+     * zero result in its own word, a saturating pack makes the words bytes and a cross-lane
+     * permute puts the two blocks' halves back in order */
+    auto words = [](__m256i x, __m256i y) {
+        __m256 re = V<Op>::f(even8(x), even8(y)), ro = V<Op>::f(odd8(x), odd8(y));
+        return _mm256_blend_epi16(_mm256_castps_si256(re), _mm256_castps_si256(ro), 0xAA);
+    };
+    for (; i + 32 <= n; i += 32) {
+        __m256i w0 = words(load16(a + 2 * i), load16(b + 2 * i));
+        __m256i w1 = words(load16(a + 2 * i + 32), load16(b + 2 * i + 32));
+        __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(w0, w1), 0xD8);
+        _mm256_storeu_si256((__m256i *)(o + i), _mm256_and_si256(bytes, _mm256_set1_epi8(1)));
+    }
     for (; i + 8 <= n; i += 8) {
         __m256i m = _mm256_castps_si256(V<Op>::f(widen8(a + 2 * i), widen8(b + 2 * i)));
         __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));

@@ -1002,10 +1002,23 @@ int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
     return ovf | shadow_row_contig<Op>(o + 2 * i, b + 2 * i, v + i, n - i);
 }
 
+/* 32 elements a step: the even and odd elements compare as float32 (vcmpps, so a signalling
+ * NaN raises "invalid" as the functors' comparisons do); each result mask selects 1 in byte 0
+ * (even) or byte 1 (odd) of its 32-bit lanes, and truncating the lanes to 16 bits puts the 32
+ * bytes in element order. The last < 32 elements go 16 at a time under a mask. */
 template <class Tier, class Op>
 void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
 {
     npy_intp i = 0;
+    const __m512i one_even = _mm512_set1_epi32(1), one_odd = _mm512_set1_epi32(0x100);
+    for (; i + 32 <= n; i += 32) {
+        __m512i x = _mm512_loadu_si512(a + 2 * i), y = _mm512_loadu_si512(b + 2 * i);
+        __mmask16 re = V<Op>::f(even_f32(x), even_f32(y));
+        __mmask16 ro = V<Op>::f(odd_f32(x), odd_f32(y));
+        __m512i bytes = _mm512_or_si512(_mm512_maskz_mov_epi32(re, one_even),
+                                        _mm512_maskz_mov_epi32(ro, one_odd));
+        _mm256_storeu_si256((__m256i *)(o + i), _mm512_cvtepi32_epi16(bytes));
+    }
     for (; i < n; i += 16) {
         __mmask16 k = (n - i >= 16) ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m256i x = _mm256_maskz_loadu_epi16(k, a + 2 * i);
