@@ -1,7 +1,8 @@
 """Shared machinery for the benchmark suite.
 
-- timing: a warm-up call, then the median of an adaptive number of repeats, in rounds that
-  alternate the contenders' order (best_round_cells);
+- timing: a warm-up call, then the median of an adaptive number of repeats (calls shorter
+  than BATCH_SAMPLE in timeit-style batches), in rounds that alternate the contenders' order
+  (best_round_cells);
 - the result model (Cell, Row, Section) that every area fills in;
 - rendering of sections as aligned Markdown tables (the terminal shows the same text);
 - machine details (CPU, cores, BLAS, thread settings, measured copy bandwidth);
@@ -101,11 +102,18 @@ def wait_for_quiet_threads(max_wait: float = QUIET_MAX_WAIT) -> float:
             return w1 - start
 
 
-def measure(fn: Callable[[], object], settings: Settings) -> Timing:
-    """Warm up once, then time ``fn`` repeatedly and return the median.
+BATCH_SAMPLE = 2e-4  # seconds: a call shorter than this is timed in batches lasting about this long
 
-    The repeat count adapts to the warm-up time so that each cell costs about
+
+def measure(fn: Callable[[], object], settings: Settings) -> Timing:
+    """Warm up once, then time ``fn`` repeatedly and return the median time of one call.
+
+    The repeat count adapts to the call's time so that each cell costs about
     ``settings.budget`` seconds; calls slower than ``settings.slow_call`` are timed once.
+    A call shorter than BATCH_SAMPLE (arrays of 10^4 elements take about a microsecond) is
+    timed as timeit does: each sample is a batch of back-to-back calls lasting about
+    BATCH_SAMPLE, divided by the batch's size, so that the clock's own cost (~0.1 us a
+    reading) and a single call disturbed by an interrupt stay out of the figure.
     It first waits for other thread pools of the process to go idle (wait_for_quiet_threads),
     so that each contender runs undisturbed by the one timed before it.
     """
@@ -113,16 +121,24 @@ def measure(fn: Callable[[], object], settings: Settings) -> Timing:
     start = time.perf_counter()
     fn()
     warm = time.perf_counter() - start
+    batch = 1
+    if warm < BATCH_SAMPLE:
+        start = time.perf_counter()
+        fn()  # the first call also warmed caches: the second one says what a call costs
+        warm = time.perf_counter() - start
+        batch = max(1, int(BATCH_SAMPLE / max(warm, 1e-7)))
     if warm >= settings.slow_call:
         repeats = 1
     else:
-        repeats = int(settings.budget / max(warm, 1e-7))
+        repeats = int(settings.budget / max(warm * batch, 1e-7))
         repeats = max(settings.min_repeats, min(settings.max_repeats, repeats))
+    calls = range(batch)
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
+        for _ in calls:
+            fn()
+        samples.append((time.perf_counter() - start) / batch)
     median = statistics.median(samples)
     spread = (max(samples) - min(samples)) / median if median > 0 else 0.0
     return Timing(median, repeats, spread)

@@ -412,3 +412,34 @@ def test_rows_keep_each_contenders_fastest_round():
     assert best["a"].seconds == 1.0 and best["b"].seconds == 2.0
     assert best["broken"].status == "error"
     assert h.Settings.for_mode(False).per_round().budget == h.Settings().budget / 2
+
+
+def test_short_calls_are_timed_in_batches():
+    """measure() times a call shorter than BATCH_SAMPLE in batches of back-to-back calls and
+    reports the time of one call; a longer call is timed one call a sample."""
+    import time
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _harness as h
+    finally:
+        sys.path.pop(0)
+
+    def spinner(seconds, calls):
+        def fn():
+            calls.append(None)
+            until = time.perf_counter() + seconds
+            while time.perf_counter() < until:
+                pass
+        return fn
+
+    settings = h.Settings(budget=0.05, max_repeats=5, min_repeats=3)
+    short = []
+    t = h.measure(spinner(1e-5, short), settings)
+    assert 1e-5 <= t.seconds < 1e-4
+    # two warm-up calls, then each sample a batch of about BATCH_SAMPLE / 10 us calls
+    assert len(short) >= 2 + t.repeats * int(h.BATCH_SAMPLE / 1e-5) // 2
+    long = []
+    t = h.measure(spinner(2 * h.BATCH_SAMPLE, long), settings)
+    assert 2 * h.BATCH_SAMPLE <= t.seconds < 20 * h.BATCH_SAMPLE
+    assert len(long) == 1 + t.repeats
