@@ -259,6 +259,24 @@ def test_square_overflow_flag_exact_at_the_rounding_boundary():
         assert warning_kinds(np.square, spread[::2]) == expected, hex(xv)
 
 
+def test_reciprocal_warnings_per_input():
+    """np.reciprocal raises, for each input inside a 40-element vector block, the warnings the
+    strided loop raises for it alone: the inputs that can raise anything (zeros, subnormals,
+    |x| >= 2^125, infinities and NaNs) one at a time, and all the others in one call that must
+    raise nothing. Its float32 result never rounds a finite value to infinity (unary_block)."""
+    mag = ALL_BITS & 0x7FFF
+    risky = (mag < 0x0080) | (mag >= 0x7E00)
+    for xv in ALL_BITS[risky]:
+        block = np.full(40, 1.0, BF16)
+        block.view(np.uint16)[13] = xv
+        spread = np.zeros(2, BF16)
+        spread.view(np.uint16)[0] = xv
+        assert warning_kinds(np.reciprocal, block) == warning_kinds(np.reciprocal, spread[::2]), hex(xv)
+    rest = ALL_BITS[~risky].view(BF16)
+    assert warning_kinds(np.reciprocal, rest) == []
+    assert warning_kinds(np.reciprocal, np.repeat(rest, 2)[::2]) == []
+
+
 @pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
 def test_binary_warnings_same_in_vector_and_scalar_loops(name):
     """Array-scalar and array-array calls of every tail length raise the warnings of the

@@ -233,6 +233,7 @@ template <> struct HardwareNaNs<Multiply> : std::true_type {};
 template <> struct HardwareNaNs<Divide> : std::true_type {};
 template <> struct HardwareNaNs<Sqrt> : std::true_type {};
 template <> struct HardwareNaNs<Square> : std::true_type {};
+template <> struct HardwareNaNs<Reciprocal> : std::true_type {};
 
 /* Integer roundings: the result of a bfloat16 is a bfloat16 (or its NaN, quieted by the
  * rounding instruction), so the upper halves of the float32 results are the results. */
@@ -274,14 +275,14 @@ template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 /* (maximum/minimum/fmax/fmin work on the bits: minmax_pairs) */
 #define BF16_AVX2_BINARY_TWINS(X, T) X(T, Add) X(T, Subtract) X(T, Multiply) X(T, Divide)
 #define BF16_AVX2_UNARY_TWINS(X, T)                                                            \
-    X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Log) X(T, Tanh) X(T, Floor) X(T, Ceil) X(T, Trunc)    \
-    X(T, Rint) X(T, Sign)
+    X(T, Sqrt) X(T, Square) X(T, Reciprocal) X(T, Exp) X(T, Log) X(T, Tanh) X(T, Floor)          \
+    X(T, Ceil) X(T, Trunc) X(T, Rint) X(T, Sign)
 #define BF16_AVX2_COMPARE_TWINS(X, T)                                                          \
     X(T, Equal) X(T, NotEqual) X(T, Less) X(T, LessEqual) X(T, Greater) X(T, GreaterEqual)
 #define BF16_AVX512_BINARY_TWINS(X, T) BF16_AVX2_BINARY_TWINS(X, T)
 #define BF16_AVX512_UNARY_TWINS(X, T)                                                          \
-    X(T, Sqrt) X(T, Square) X(T, Exp) X(T, Exp2) X(T, Expm1) X(T, Log) X(T, Log2) X(T, Log10)  \
-    X(T, Log1p)                                                                                \
+    X(T, Sqrt) X(T, Square) X(T, Reciprocal) X(T, Exp) X(T, Exp2) X(T, Expm1) X(T, Log)         \
+    X(T, Log2) X(T, Log10) X(T, Log1p)                                                         \
     X(T, Tanh) X(T, Sin) X(T, Cos) X(T, Floor) X(T, Ceil) X(T, Trunc) X(T, Rint) X(T, Sign)
 #define BF16_AVX512_COMPARE_TWINS(X, T) BF16_AVX2_COMPARE_TWINS(X, T)
 

@@ -120,6 +120,9 @@ template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
 template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
 template <> struct V<Sqrt> { static __m256 f(__m256 a) { return _mm256_sqrt_ps(a); } };
 template <> struct V<Square> { static __m256 f(__m256 a) { return _mm256_mul_ps(a, a); } };
+template <> struct V<Reciprocal> {
+    static __m256 f(__m256 a) { return _mm256_div_ps(_mm256_set1_ps(1.0f), a); }
+};
 /* Rounding to an integer is exact in bfloat16; like the libm calls, it raises "invalid" only
  * for a signalling NaN ("inexact" is suppressed: numpy ignores it anyway). */
 template <int Mode> struct RoundTo {
@@ -367,8 +370,9 @@ int twin_unary(const char *a, char *o, npy_intp n)
         return approximate_unary<Op>(a, o, n);
     }
     else if constexpr (HardwareNaNs<Op>::value || ExactInBf16<Op>::value) {
-        /* 16 elements a step as arith16 (loops.h's traits). Neither sqrt nor square rounds a
-         * finite result to infinity (loops_avx512.cpp's unary_block); sign passes a NaN
+        /* 16 elements a step as arith16 (loops.h's traits). None of sqrt, square and
+         * reciprocal rounds a finite result to infinity (loops_avx512.cpp's unary_block); sign
+         * passes a NaN
          * through unquieted, so it stays with narrow8. */
         npy_intp i = 0;
         for (; i + 16 <= n; i += 16) {
@@ -394,6 +398,13 @@ int twin_unary(const char *a, char *o, npy_intp n)
     }
 }
 
+/* 16 comparisons: each element's all-ones or zero result in its own 16-bit word */
+template <class Op> inline __m256i compare_words(__m256i x, __m256i y)
+{
+    __m256 re = V<Op>::f(even8(x), even8(y)), ro = V<Op>::f(odd8(x), odd8(y));
+    return _mm256_blend_epi16(_mm256_castps_si256(re), _mm256_castps_si256(ro), 0xAA);
+}
+
 template <class Tier, class Op>
 void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
 {
@@ -402,13 +413,9 @@ void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
      * raises "invalid" as the functors do), one 16-bit blend puts each element's all-ones or
      * zero result in its own word, a saturating pack makes the words bytes and a cross-lane
      * permute puts the two blocks' halves back in order */
-    auto words = [](__m256i x, __m256i y) {
-        __m256 re = V<Op>::f(even8(x), even8(y)), ro = V<Op>::f(odd8(x), odd8(y));
-        return _mm256_blend_epi16(_mm256_castps_si256(re), _mm256_castps_si256(ro), 0xAA);
-    };
     for (; i + 32 <= n; i += 32) {
-        __m256i w0 = words(load16(a + 2 * i), load16(b + 2 * i));
-        __m256i w1 = words(load16(a + 2 * i + 32), load16(b + 2 * i + 32));
+        __m256i w0 = compare_words<Op>(load16(a + 2 * i), load16(b + 2 * i));
+        __m256i w1 = compare_words<Op>(load16(a + 2 * i + 32), load16(b + 2 * i + 32));
         __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(w0, w1), 0xD8);
         _mm256_storeu_si256((__m256i *)(o + i), _mm256_and_si256(bytes, _mm256_set1_epi8(1)));
     }

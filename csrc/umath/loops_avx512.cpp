@@ -31,6 +31,19 @@ inline __m512 odd_f32(__m512i v)
     return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
+/* vpermt2w indices that interleave the even (first operand) and odd (second) lanes' upper or
+ * lower 16-bit halves back into element order */
+static const struct WordPicks {
+    alignas(64) uint16_t highs[BLOCK], lows[BLOCK];
+    constexpr WordPicks() : highs(), lows()
+    {
+        for (int p = 0; p < BLOCK; p++) {
+            lows[p] = (uint16_t)(p % 2 == 0 ? p : BLOCK + p - 1);
+            highs[p] = (uint16_t)(lows[p] + 1);
+        }
+    }
+} word_picks;
+
 /* float32 -> the rounded bfloat16 in the upper half of each lane (lower half: garbage). */
 inline __m512i round_upper(__m512 f)
 {
@@ -112,6 +125,9 @@ template <> struct V<Divide> {
 };
 template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
 template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(a, a); } };
+template <> struct V<Reciprocal> {
+    static __m512 f(__m512 a) { return _mm512_div_ps(_mm512_set1_ps(1.0f), a); }
+};
 /* Rounding to an integer is exact in bfloat16; like the libm calls, it raises "invalid" only
  * for a signalling NaN (and "inexact" is suppressed, as numpy ignores it anyway). */
 template <int Mode> struct RoundTo {
@@ -553,6 +569,7 @@ inline __m512i add_half_ulp(__m512 r, __m512i half = half_ulp_near())
     return _mm512_add_epi32(_mm512_castps_si512(r), half);
 }
 inline __m512i near_bits() { return _mm512_set1_epi32(0xffff & ~(2 * NEAR - 1)); }
+inline __m512i near_bits16() { return _mm512_set1_epi16((short)(0xffff & ~(2 * NEAR - 1))); }
 inline __mmask16 near_midpoint(__m512i w, __m512i bits = near_bits())
 {
     return _mm512_testn_epi32_mask(w, bits);
@@ -612,7 +629,10 @@ inline __m512i binary_block(__m512i x, __m512i y)
  * float32 that rounds to the bfloat16 infinity) to the largest float32 — that takes e = 63 and
  * m^2 >= 3.992, above 1.9921875^2 — so a square that rounds to infinity has overflowed in
  * float32, which raises the flag itself
- * (tests/umath_tier_checks.py::test_square_overflow_flag_exact_at_the_rounding_boundary). */
+ * (tests/umath_tier_checks.py::test_square_overflow_flag_exact_at_the_rounding_boundary).
+ * A reciprocal is finite in float32 only for |x| above 2^-128, the least such bfloat16 being
+ * 2^-128 (1 + 2^-5), whose reciprocal 1.94 2^127 lies below 0x7F7F8000
+ * (test_reciprocal_warnings_per_input). */
 template <class Op>
 inline __m512i unary_block(__m512i x)
 {
@@ -928,18 +948,20 @@ int twin_unary(const char *a, char *o, npy_intp n)
         unsigned flags = 0;
         /* opaque, so the compiler keeps them in registers instead of forming them anew in
          * every block (a general register move and a broadcast each) */
-        __m512i nb = near_bits(), half = half_ulp_near(),
-                upper = _mm512_set1_epi32((int)0xffff0000u);
-        __asm__("" : "+v"(nb), "+v"(half), "+v"(upper));
+        __m512i half = half_ulp_near(), upper = _mm512_set1_epi32((int)0xffff0000u),
+                nb16 = near_bits16();
+        __m512i pick_highs = _mm512_load_si512(word_picks.highs),
+                pick_lows = _mm512_load_si512(word_picks.lows);
+        __asm__("" : "+v"(half), "+v"(upper), "+v"(nb16), "+v"(pick_highs), "+v"(pick_lows));
         auto odd = [&](__m512i x) { return _mm512_castsi512_ps(_mm512_and_si512(x, upper)); };
         const auto regs = regs_of<Op>();
         run_blocks(o, n, a, nullptr, [&](npy_intp i, __mmask32 k) {
             __m512i v = load_at(a, i, k), u = v, we, wo;
-            __mmask16 clean_e = 0xffff, clean_o = 0xffff, near_e, near_o;
-            __mmask32 bad = 0;
+            __mmask16 clean_e = 0xffff, clean_o = 0xffff;
+            __mmask32 unclean; /* lanes the clamp changed, or f did not find clean */
             if constexpr (ClampsInputs<Op>::value) {
                 u = V<Op>::clamp(v);
-                bad = _mm512_cmpneq_epi16_mask(u, v);
+                unclean = _mm512_cmpneq_epi16_mask(u, v);
                 __m512 fe, fo;
                 if constexpr (PairsHalves<Op>::value) {
                     V<Op>::f2(u, even_f32(u), odd(u), regs, &fe, &fo);
@@ -950,18 +972,17 @@ int twin_unary(const char *a, char *o, npy_intp n)
                 }
                 we = add_half_ulp(fe, half);
                 wo = add_half_ulp(fo, half);
-                near_e = near_midpoint(we, nb);
-                near_o = near_midpoint(wo, nb);
             }
             else {
                 we = add_half_ulp(V<Op>::f(even_f32(v), &clean_e), half);
                 wo = add_half_ulp(V<Op>::f(odd(v), &clean_o), half);
-                near_e = _kor_mask16(_knot_mask16(clean_e), near_midpoint(we, nb));
-                near_o = _kor_mask16(_knot_mask16(clean_o), near_midpoint(wo, nb));
+                unclean = _mm512_kunpackw(_knot_mask16(clean_e), _knot_mask16(clean_o));
             }
-            __m512i out = _mm512_ternarylogic_epi32(_mm512_srli_epi32(we, 16), wo, upper, 0xF8);
-            /* any lane to redo? (the two 16-lane masks side by side, with bad) */
-            if (__builtin_expect(!_kortestz_mask32_u8(bad, _mm512_kunpackw(near_e, near_o)), 0)) {
+            /* the upper halves are the results, in element order; the lower halves, in the
+             * same order, say which lanes lie near a midpoint (one 32-lane test) */
+            __m512i out = _mm512_permutex2var_epi16(we, pick_highs, wo);
+            __mmask32 near = _mm512_testn_epi16_mask(_mm512_permutex2var_epi16(we, pick_lows, wo), nb16);
+            if (__builtin_expect(!_kortestz_mask32_u8(unclean, near), 0)) {
                 out = redo_masked_lanes<Op>(v, u, out, we, wo, clean_e, clean_o, k, table,
                                             &flags, &ovf);
             }
