@@ -298,18 +298,21 @@ def test_binary_warnings_same_in_vector_and_scalar_loops(name):
 
 @pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
 def test_signalling_nan_warns_in_every_lane(name):
-    """A signalling NaN (0x7F81) in any lane of a 70-element array-array call, as either
-    operand, raises what the strided loop raises for it ("invalid": IEEE comparisons and
-    arithmetic signal on it); a quiet NaN (0x7FC0) in the same lane raises nothing."""
+    """A signalling NaN (0x7F81) in any lane of a 70-element array-array or array-scalar
+    call, as either operand, raises what the strided loop raises for it ("invalid": IEEE
+    comparisons and arithmetic signal on it); a quiet NaN (0x7FC0) in the same lane raises
+    nothing."""
     f = getattr(np, name)
     for nan_bits in (0x7F81, 0x7FC0):
         for pos in range(70):
             x = np.full(70, 1.5, BF16)
             x.view(np.uint16)[pos] = nan_bits
             y = np.full(70, 0.75, BF16)
+            s = np.array(0.75, BF16)
             spread = np.zeros(140, BF16)
             spread[::2] = x
-            for args, strided in (((x, y), (spread[::2], y)), ((y, x), (y, spread[::2]))):
+            for args, strided in (((x, y), (spread[::2], y)), ((y, x), (y, spread[::2])),
+                                  ((x, s), (spread[::2], s)), ((s, x), (s, spread[::2]))):
                 got = warning_kinds(lambda a: f(*a), args)
                 assert got == warning_kinds(lambda a: f(*a), strided), (name, hex(nan_bits), pos)
                 assert got == (["invalid value"] if nan_bits == 0x7F81 else []), (name, pos)

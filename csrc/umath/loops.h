@@ -266,6 +266,9 @@ template <class Tier, class Op> int twin_shadow_row(char *o, const char *b, floa
 template <class Tier, class Op> int twin_unary(const char *a, char *o, npy_intp n);
 template <class Tier, class Op>
 void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n);
+/* a contiguous run against one value (`scalar_first`: the value is the left operand) */
+template <class Tier, class Op>
+void twin_compare_scalar(const char *arr, bf16_t scalar, bool scalar_first, npy_bool *o, npy_intp n);
 
 template <class Tier, class Op> struct HasBinaryTwin : std::false_type {};
 template <class Tier, class Op> struct HasUnaryTwin : std::false_type {};
@@ -423,9 +426,9 @@ BF16_LOGICAL_(LogicalOr, x | y)
 BF16_LOGICAL_(LogicalXor, x ^ y)
 #undef BF16_LOGICAL_
 
-/* The scans of minmax_reduce, compare_scalar_contig and clip: umath/order_scan.h, compiled once
- * per tier (loops_<tier>.cpp includes it through order_twins.h, under its target options) and
- * portably here. */
+/* The scans of minmax_reduce and clip: umath/order_scan.h, compiled once per tier
+ * (loops_<tier>.cpp includes it through order_twins.h, under its target options) and portably
+ * here, where compare_scalar_contig uses its compare_keys at the baseline tier. */
 namespace portable_order {
 #include "umath/order_scan.h"
 }
@@ -433,9 +436,6 @@ namespace portable_order {
 template <class Tier, bool IsMax>
 void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
                       uint16_t *any_snan);
-template <class Tier, class Op>
-uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
-                           npy_intp n);
 template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
 template <class Tier, bool IsMax, bool Propagates, int Scalar>
 uint16_t twin_minmax_pairs(const char *a, const char *b, char *o, npy_intp n);
@@ -509,14 +509,6 @@ static void logical_contig(const char *a, const char *b, npy_bool *o, npy_intp n
     }
 }
 
-template <class Op>
-static uint16_t compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
-                             npy_intp n)
-{
-    BF16_ORDER_DISPATCH(twin_compare_keys, (, Op), portable_order::compare_keys<Op>, arr, ks,
-                        scalar_first, o, n);
-}
-
 /*
  * `*io = Op(...Op(Op(*io, in[0]), in[1])..., in[n-1])` for maximum/minimum/fmax/fmin over a
  * contiguous run (the inner loop of a reduction), with the sequential loop's result bits: the
@@ -572,6 +564,7 @@ template <class Op>
 static void compare_scalar_contig(const char *arr, bf16_t scalar, bool scalar_first, npy_bool *o,
                                   npy_intp n)
 {
+    BF16_TRY_TWINS(HasCompareTwin, twin_compare_scalar, arr, scalar, scalar_first, o, n);
     constexpr bool unordered = std::is_same<Op, NotEqual>::value; /* what a NaN operand gives */
     uint16_t any_snan = 0;
     if (is_nan_bits(scalar)) {
@@ -584,7 +577,8 @@ static void compare_scalar_contig(const char *arr, bf16_t scalar, bool scalar_fi
         any_snan |= (unsigned)(is_snan_bits(scalar) && n > 0);
     }
     else {
-        any_snan = compare_keys<Op>(arr, value_key(scalar), scalar_first, o, n);
+        /* (the tiers' float32 compares return above) */
+        any_snan = portable_order::compare_keys<Op>(arr, value_key(scalar), scalar_first, o, n);
     }
     if (any_snan) {
         bf16_raise_invalid();

@@ -405,27 +405,59 @@ template <class Op> inline __m256i compare_words(__m256i x, __m256i y)
     return _mm256_blend_epi16(_mm256_castps_si256(re), _mm256_castps_si256(ro), 0xAA);
 }
 
-template <class Tier, class Op>
-void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+/* 32 elements a step: even and odd elements compare as float32 (vcmpps: a signalling NaN
+ * raises "invalid" as the functors do), one 16-bit blend puts each element's all-ones or zero
+ * result in its own word, a saturating pack makes the words bytes and a cross-lane permute puts
+ * the two blocks' halves back in order. Scalar 1: a is one value, 2: b is. */
+/* 16 elements at i of p, or its one value in every lane */
+inline __m256i compare_block(const char *p, bool one, npy_intp i)
+{
+    return one ? _mm256_set1_epi16((short)ld(p)) : load16(p + 2 * i);
+}
+/* 8 elements at i of p widened, or its one value in every lane */
+inline __m256 compare_eight(const char *p, bool one, npy_intp i)
+{
+    return one ? _mm256_castsi256_ps(_mm256_set1_epi32((int)((uint32_t)ld(p) << 16)))
+               : widen8(p + 2 * i);
+}
+
+template <class Op, int Scalar>
+void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
 {
     npy_intp i = 0;
-    /* 32 elements a step: even and odd elements compare as float32 (vcmpps: a signalling NaN
-     * raises "invalid" as the functors do), one 16-bit blend puts each element's all-ones or
-     * zero result in its own word, a saturating pack makes the words bytes and a cross-lane
-     * permute puts the two blocks' halves back in order */
     for (; i + 32 <= n; i += 32) {
-        __m256i w0 = compare_words<Op>(load16(a + 2 * i), load16(b + 2 * i));
-        __m256i w1 = compare_words<Op>(load16(a + 2 * i + 32), load16(b + 2 * i + 32));
+        __m256i w0 = compare_words<Op>(compare_block(a, Scalar == 1, i),
+                                       compare_block(b, Scalar == 2, i));
+        __m256i w1 = compare_words<Op>(compare_block(a, Scalar == 1, i + 16),
+                                       compare_block(b, Scalar == 2, i + 16));
         __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(w0, w1), 0xD8);
         _mm256_storeu_si256((__m256i *)(o + i), _mm256_and_si256(bytes, _mm256_set1_epi8(1)));
     }
     for (; i + 8 <= n; i += 8) {
-        __m256i m = _mm256_castps_si256(V<Op>::f(widen8(a + 2 * i), widen8(b + 2 * i)));
+        __m256i m = _mm256_castps_si256(
+                V<Op>::f(compare_eight(a, Scalar == 1, i), compare_eight(b, Scalar == 2, i)));
         __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
         __m128i bytes = _mm_and_si128(_mm_packs_epi16(w, w), _mm_set1_epi8(1));
         _mm_storel_epi64((__m128i *)(o + i), bytes);
     }
-    compare_contig<Op>(a + 2 * i, b + 2 * i, o + i, n - i);
+    for (; i < n; i++) {
+        float x = bf16_to_f32(ld(Scalar == 1 ? a : a + 2 * i));
+        float y = bf16_to_f32(ld(Scalar == 2 ? b : b + 2 * i));
+        o[i] = Op::f(x, y);
+    }
+}
+
+template <class Tier, class Op>
+void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    compare_run<Op, 0>(a, b, o, n);
+}
+
+template <class Tier, class Op>
+void twin_compare_scalar(const char *arr, bf16_t scalar, bool scalar_first, npy_bool *o, npy_intp n)
+{
+    const char *s = (const char *)&scalar;
+    scalar_first ? compare_run<Op, 1>(s, arr, o, n) : compare_run<Op, 2>(arr, s, o, n);
 }
 
 #define BF16_ORDER_TIER TierAvx2
@@ -439,7 +471,7 @@ void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
 #define INSTANTIATE_UNARY_(T, Op) template int twin_unary<T, Op>(const char *, char *, npy_intp);
 #define INSTANTIATE_COMPARE_(T, Op)                                                            \
     template void twin_compare<T, Op>(const char *, const char *, npy_bool *, npy_intp);         \
-    template uint16_t twin_compare_keys<T, Op>(const char *, int16_t, bool, npy_bool *, npy_intp);
+    template void twin_compare_scalar<T, Op>(const char *, bf16_t, bool, npy_bool *, npy_intp);
 BF16_AVX2_BINARY_TWINS(INSTANTIATE_BINARY_, TierAvx2)
 BF16_AVX2_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx2)
 BF16_AVX2_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx2)

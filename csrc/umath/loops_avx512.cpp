@@ -352,56 +352,71 @@ template <> struct V<Log> : LogByTable<LogBase::E> {};
 template <> struct V<Log2> : LogByTable<LogBase::Two> {};
 template <> struct V<Log10> : LogByTable<LogBase::Ten> {};
 
-/* expm1 t for t in [-60, 88.5]: t = n ln2 + r, expm1(r) = r + r^2 q(r) (q a degree-4 fit,
- * Chebyshev nodes); for n != 0, 2^n (expm1(r) + 1) - 1 by scalef (no 2^128 is formed). */
-inline __m512 expm1_core(__m512 t)
+/*
+ * expm1 and log1p clamp the bfloat16 bits (clamps_inputs): magnitudes from 2^-40 (a smaller
+ * nonzero one would make a square underflow) up to a bound, zeros kept, lanes changed redone.
+ * Both results carry the input's sign, so setting it keeps -0.0 (r + r^2 q would make it +0.0)
+ * without a compare; every input is checked against float64 math by
+ * test_unary_exhaustive_every_layout in tests/umath_tier_checks.py.
+ */
+inline __m512i clamp_magnitude(__m512i v, bf16_t hi)
 {
-    const __m512 shift = c(12582912.0f);
-    __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
-    __m512 r = fmadd(n, c(-0.693359375f), t);
-    r = fmadd(n, c(2.12194440e-4f), r);
-    __m512 q = horner(r, 0.0013933650916442275f, 0.008363179862499237f, 0.04166646674275398f,
-                      0.16666576266288757f, 0.5f);
-    __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
-    __m512 scaled = _mm512_sub_ps(_mm512_scalef_ps(_mm512_add_ps(em, c(1.0f)), n), c(1.0f));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_EQ_OQ), scaled,
-                                em);
+    __m512i sign = _mm512_set1_epi16((short)0x8000);
+    __m512i m = _mm512_andnot_si512(sign, v);
+    /* nonzero magnitudes below 2^-40 lifted to it; a masked max rather than max(m - 1, ...) + 1,
+     * whose all-ones constant GCC forms inside the loop with a vpternlogd that waits for the
+     * register's last value on AMD Zen 5 (a chain through every block: 3.5x slower) */
+    m = _mm512_mask_max_epu16(m, _mm512_test_epi16_mask(m, m), m, _mm512_set1_epi16(0x2B80));
+    m = _mm512_min_epu16(m, _mm512_set1_epi16((short)hi));
+    return _mm512_ternarylogic_epi32(m, v, sign, 0xF8); /* m | (v & sign) */
+}
+inline __m512 with_sign_of(__m512 r, __m512 x)
+{
+    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(r),
+                                                         _mm512_castps_si512(x),
+                                                         _mm512_set1_epi32((int)0x80000000u), 0xD8));
 }
 
-/* Zeros pass with their sign; tiny nonzero |x| < 2^-40 (whose square could underflow) is not
- * clean. */
-inline __mmask16 tiny_or_zero_ok(__m512 x, __mmask16 range)
-{
-    __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ);
-    return (range & _mm512_cmp_ps_mask(_mm512_abs_ps(x), c(0x1p-40f), _CMP_GE_OQ)) | zero;
-}
-
+/* expm1 t for |t| <= 60: t = n ln2 + r, expm1(r) = r + r^2 q(r) (q a degree-4 fit, Chebyshev
+ * nodes), and 2^n (expm1(r) + 1) - 1 = p expm1(r) + (p - 1) with p = 2^n in one FMA (p - 1 is
+ * exact for |n| <= 24, and rounds by less than the result's ulp beyond; n = 0 gives expm1(r)). */
 template <> struct V<Expm1> {
-    static constexpr bool approximate = true;
-    static __m512 f(__m512 x, __mmask16 *clean)
+    static constexpr bool approximate = true, clamps_inputs = true;
+    static __m512i clamp(__m512i v) { return clamp_magnitude(v, 0x4270); /* 60 */ }
+    static __m512 f(__m512 t)
     {
-        *clean = tiny_or_zero_ok(x, between(x, -60.0f, 88.5f));
-        __m512 r = expm1_core(_mm512_maskz_mov_ps(*clean, x));
-        /* zeros as they came (r + r^2 q turns -0.0 into +0.0) */
-        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), r, x);
+        const __m512 shift = c(12582912.0f);
+        __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
+        __m512 r = fmadd(n, c(-0.693359375f), t);
+        r = fmadd(n, c(2.12194440e-4f), r);
+        __m512 q = horner(r, 0.0013933650916442275f, 0.008363179862499237f, 0.04166646674275398f,
+                          0.16666576266288757f, 0.5f);
+        __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
+        __m512 p = _mm512_scalef_ps(c(1.0f), n);
+        return with_sign_of(fmadd(p, em, _mm512_sub_ps(p, c(1.0f))), t);
     }
 };
 
-/* log1p x = log u + (x - (u - 1)) / u with u = 1 + x rounded; clean for -1 < x < 2^100. */
+/* log1p x = log u + (x - (u - 1)) / u with u = 1 + x rounded, for x from -0.99609375 (the
+ * bfloat16 above -1) to below 2^100 (1 / u stays normal: rcp14 of a huge u would raise
+ * "underflow"). The signed minimum caps positive x (and +inf, positive NaNs) at 0x717F, the
+ * unsigned one caps negative x at 0xBF7F. */
 template <> struct V<Log1p> {
-    static constexpr bool approximate = true;
-    static __m512 f(__m512 x, __mmask16 *clean)
+    static constexpr bool approximate = true, clamps_inputs = true;
+    static __m512i clamp(__m512i v)
     {
-        /* below 2^100: 1 / u stays normal (rcp14 of a huge u would raise "underflow") */
-        *clean = tiny_or_zero_ok(x, _mm512_cmp_ps_mask(x, c(-1.0f), _CMP_GT_OQ) &
-                                            _mm512_cmp_ps_mask(x, c(0x1p100f), _CMP_LT_OQ));
-        __m512 xs = _mm512_maskz_mov_ps(*clean, x);
-        __m512 u = _mm512_add_ps(xs, c(1.0f));
+        __m512i w = clamp_magnitude(v, 0x7fff);
+        return _mm512_min_epu16(_mm512_min_epi16(w, _mm512_set1_epi16(0x717F)),
+                                _mm512_set1_epi16((short)0xBF7F));
+    }
+    static __m512 f(__m512 x)
+    {
+        __m512 u = _mm512_add_ps(x, c(1.0f));
         __m512 e, l;
         log_parts(u, &e, &l);
-        __m512 corr = _mm512_mul_ps(_mm512_sub_ps(xs, _mm512_sub_ps(u, c(1.0f))), reciprocal(u));
+        __m512 corr = _mm512_mul_ps(_mm512_sub_ps(x, _mm512_sub_ps(u, c(1.0f))), reciprocal(u));
         __m512 r = fmadd(e, c(0.693359375f), fmadd(e, c(-2.12194440e-4f), _mm512_add_ps(l, corr)));
-        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), r, x);
+        return with_sign_of(r, x);
     }
 };
 
@@ -1026,14 +1041,27 @@ int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
 /* 32 elements a step: the even and odd elements compare as float32 (vcmpps, so a signalling
  * NaN raises "invalid" as the functors' comparisons do); each result mask selects 1 in byte 0
  * (even) or byte 1 (odd) of its 32-bit lanes, and truncating the lanes to 16 bits puts the 32
- * bytes in element order. The last < 32 elements go 16 at a time under a mask. */
-template <class Tier, class Op>
-void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+ * bytes in element order. The last < 32 elements go 16 at a time under a mask. Scalar 1: a is
+ * one value, 2: b is (broadcast to every lane). */
+/* 32 elements at i of p, or its one value in every lane */
+inline __m512i compare_block(const char *p, bool one, npy_intp i)
+{
+    return one ? _mm512_set1_epi16((short)ld(p)) : _mm512_loadu_si512(p + 2 * i);
+}
+/* 16 elements (those of k) at i of p widened, or its one value in every lane */
+inline __m512 compare_half(const char *p, bool one, npy_intp i, __mmask16 k)
+{
+    __m256i h = one ? _mm256_set1_epi16((short)ld(p)) : _mm256_maskz_loadu_epi16(k, p + 2 * i);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+template <class Op, int Scalar>
+void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
 {
     npy_intp i = 0;
     const __m512i one_even = _mm512_set1_epi32(1), one_odd = _mm512_set1_epi32(0x100);
     for (; i + 32 <= n; i += 32) {
-        __m512i x = _mm512_loadu_si512(a + 2 * i), y = _mm512_loadu_si512(b + 2 * i);
+        __m512i x = compare_block(a, Scalar == 1, i), y = compare_block(b, Scalar == 2, i);
         __mmask16 re = V<Op>::f(even_f32(x), even_f32(y));
         __mmask16 ro = V<Op>::f(odd_f32(x), odd_f32(y));
         __m512i bytes = _mm512_or_si512(_mm512_maskz_mov_epi32(re, one_even),
@@ -1042,13 +1070,22 @@ void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
     }
     for (; i < n; i += 16) {
         __mmask16 k = (n - i >= 16) ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m256i x = _mm256_maskz_loadu_epi16(k, a + 2 * i);
-        __m256i y = _mm256_maskz_loadu_epi16(k, b + 2 * i);
-        __m512 fx = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16));
-        __m512 fy = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(y), 16));
-        __mmask16 r = V<Op>::f(fx, fy) & k;
+        __mmask16 r = V<Op>::f(compare_half(a, Scalar == 1, i, k), compare_half(b, Scalar == 2, i, k)) & k;
         _mm_mask_storeu_epi8(o + i, k, _mm_maskz_set1_epi8(r, 1));
     }
+}
+
+template <class Tier, class Op>
+void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    compare_run<Op, 0>(a, b, o, n);
+}
+
+template <class Tier, class Op>
+void twin_compare_scalar(const char *arr, bf16_t scalar, bool scalar_first, npy_bool *o, npy_intp n)
+{
+    const char *s = (const char *)&scalar;
+    scalar_first ? compare_run<Op, 1>(s, arr, o, n) : compare_run<Op, 2>(arr, s, o, n);
 }
 
 #define BF16_ORDER_TIER TierAvx512
@@ -1062,7 +1099,7 @@ void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
 #define INSTANTIATE_UNARY_(T, Op) template int twin_unary<T, Op>(const char *, char *, npy_intp);
 #define INSTANTIATE_COMPARE_(T, Op)                                                            \
     template void twin_compare<T, Op>(const char *, const char *, npy_bool *, npy_intp);         \
-    template uint16_t twin_compare_keys<T, Op>(const char *, int16_t, bool, npy_bool *, npy_intp);
+    template void twin_compare_scalar<T, Op>(const char *, bf16_t, bool, npy_bool *, npy_intp);
 BF16_AVX512_BINARY_TWINS(INSTANTIATE_BINARY_, TierAvx512)
 BF16_AVX512_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx512)
 BF16_AVX512_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx512)

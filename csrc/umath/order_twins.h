@@ -2,8 +2,8 @@
  * umath/order_twins.h - the per-tier entry points of the order kernels (see loops.h). No include
  * guard: loops_<tier>.cpp includes it once, under its target options, with BF16_ORDER_TIER set to
  * its tier tag; the scans themselves are umath/order_scan.h, compiled here for that tier.
- * twin_compare_keys is instantiated with the tier's comparison twins (INSTANTIATE_COMPARE_),
- * twin_predicate and twin_logical with every predicate and logical functor.
+ * twin_predicate and twin_logical are instantiated with every predicate and logical functor
+ * (comparisons with a scalar compare float32 in the tier files: compare_run).
  */
 namespace tier_order {
 #include "umath/order_scan.h"
@@ -44,13 +44,6 @@ void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
     tier_order::clip_keys(x, lo, hi, o, n);
 }
 template void twin_clip_keys<BF16_ORDER_TIER>(const char *, bf16_t, bf16_t, char *, npy_intp);
-
-template <class Tier, class Op>
-uint16_t twin_compare_keys(const char *arr, int16_t ks, bool scalar_first, npy_bool *o,
-                           npy_intp n)
-{
-    return tier_order::compare_keys<Op>(arr, ks, scalar_first, o, n);
-}
 
 template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n)
 {
