@@ -8,6 +8,8 @@ IEEE warnings. Run it alone with
 `BFLOAT16_DTYPE_ISA=avx2 EXPECT_UFUNC_TIER=avx2 pytest tests/umath_tier_checks.py`.
 """
 import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -16,8 +18,8 @@ import pytest
 import bfloat16_dtype
 from bfloat16_dtype import bfloat16
 from conftest import exact_f32, reference_round
-from test_ufuncs import (CORRECTLY_ROUNDED_UNARY, TRANSCENDENTAL_UNARY, assert_same_bits,
-                         f64_to_bf16_bits, widen64)
+from test_ufuncs import (_COUNTED_TABLE, CORRECTLY_ROUNDED_UNARY, TRANSCENDENTAL_UNARY,
+                         assert_same_bits, f64_to_bf16_bits, widen64)
 
 BF16 = np.dtype(bfloat16)
 ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
@@ -100,6 +102,17 @@ def test_unary_warnings_same_in_vector_and_scalar_loops(name):
         assert warning_kinds(f, block) == want, (name, v)
         assert warning_kinds(f, np.array([v], BF16)) == warning_kinds(
             f, np.array([v, v], BF16)[::2]), (name, v)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sin", "cos"])
+def test_vector_calls_then_table_same_bits_and_warnings(name):
+    """Calls of 1,024 contiguous elements run the tier's vector loop; at the avx2 tier, once the
+    elements they computed reach 2^18 (UNARY_TABLE_BUILD_AFTER) the function's table serves the
+    calls instead (loops_avx2.cpp, approximate_unary). In a fresh process with this tier, every
+    round over all 65,536 inputs gives the same bits and warnings, chunk by chunk."""
+    r = subprocess.run([sys.executable, "-c", _COUNTED_TABLE, name], capture_output=True,
+                       text=True, timeout=300, cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
 
 
 BINARY_F32 = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "fmax", "fmin"]

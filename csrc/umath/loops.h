@@ -691,15 +691,7 @@ static void unary_loop(char **args, npy_intp const *dims, npy_intp const *steps,
         report_overflow(ovf);
         return;
     }
-    const UnaryTable *table = nullptr;
-    if (n >= 64) {
-        table = unary_table_get(unary_table_slot<Op>, Op::f, false);
-        if (table == nullptr) {
-            int64_t direct = unary_direct_count<Op>.fetch_add(n, std::memory_order_relaxed) + n;
-            table = unary_table_get(unary_table_slot<Op>, Op::f,
-                                    n >= 32768 || direct >= UNARY_TABLE_BUILD_AFTER);
-        }
-    }
+    const UnaryTable *table = n >= 64 ? unary_table_for_call<Op>(n) : nullptr;
     if (table != nullptr) {
         unary_table_apply(table, a, steps[0], o, steps[1], n);
         return;

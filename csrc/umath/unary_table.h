@@ -40,6 +40,21 @@ constexpr int64_t UNARY_TABLE_BUILD_AFTER = (int64_t)1 << 18;
  * (also nullptr when memory runs out: the caller computes directly). Thread-safe, no GIL. */
 const UnaryTable *unary_table_get(std::atomic<UnaryTable *> &slot, float (*f)(float), bool build);
 
+/* The table of Op for a call of n elements: the existing one, or one built now when the call
+ * has 32,768 elements or more, or brings the elements computed directly (in calls of 64 or more)
+ * to UNARY_TABLE_BUILD_AFTER; nullptr while none exists. */
+template <class Op>
+const UnaryTable *unary_table_for_call(npy_intp n)
+{
+    const UnaryTable *table = unary_table_get(unary_table_slot<Op>, Op::f, false);
+    if (table == nullptr && n >= 64) {
+        int64_t direct = unary_direct_count<Op>.fetch_add(n, std::memory_order_relaxed) + n;
+        table = unary_table_get(unary_table_slot<Op>, Op::f,
+                                n >= 32768 || direct >= UNARY_TABLE_BUILD_AFTER);
+    }
+    return table;
+}
+
 /* o[i] = table result of a[i] for n strided elements, then raise the inputs' flags. */
 void unary_table_apply(const UnaryTable *t, const char *a, npy_intp sa, char *o, npy_intp so,
                        npy_intp n);
