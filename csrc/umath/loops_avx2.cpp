@@ -380,8 +380,7 @@ int twin_unary(const char *a, char *o, npy_intp n)
     else if constexpr (HardwareNaNs<Op>::value || ExactInBf16<Op>::value) {
         /* 16 elements a step as arith16 (loops.h's traits). None of sqrt, square and
          * reciprocal rounds a finite result to infinity (loops_avx512.cpp's unary_block); sign
-         * passes a NaN
-         * through unquieted, so it stays with narrow8. */
+         * passes a NaN through unquieted, so it stays with narrow8. */
         npy_intp i = 0;
         for (; i + 16 <= n; i += 16) {
             __m256i x = load16(a + 2 * i);
@@ -413,10 +412,6 @@ template <class Op> inline __m256i compare_words(__m256i x, __m256i y)
     return _mm256_blend_epi16(_mm256_castps_si256(re), _mm256_castps_si256(ro), 0xAA);
 }
 
-/* 32 elements a step: even and odd elements compare as float32 (vcmpps: a signalling NaN
- * raises "invalid" as the functors do), one 16-bit blend puts each element's all-ones or zero
- * result in its own word, a saturating pack makes the words bytes and a cross-lane permute puts
- * the two blocks' halves back in order. Scalar 1: a is one value, 2: b is. */
 /* 16 elements at i of p, or its one value in every lane */
 inline __m256i compare_block(const char *p, bool one, npy_intp i)
 {
@@ -429,6 +424,22 @@ inline __m256 compare_eight(const char *p, bool one, npy_intp i)
                : widen8(p + 2 * i);
 }
 
+/* the last elements one at a time (not vectorised: GCC's compares would raise spurious flags) */
+template <class Op, int Scalar>
+BF16_NO_AUTOVECTORIZE void compare_tail(const char *a, const char *b, npy_bool *o, npy_intp i,
+                                        npy_intp n)
+{
+    for (; i < n; i++) {
+        float x = bf16_to_f32(ld(Scalar == 1 ? a : a + 2 * i));
+        float y = bf16_to_f32(ld(Scalar == 2 ? b : b + 2 * i));
+        o[i] = Op::f(x, y);
+    }
+}
+
+/* 32 elements a step: even and odd elements compare as float32 (vcmpps: a signalling NaN
+ * raises "invalid" as the functors do), one 16-bit blend puts each element's all-ones or zero
+ * result in its own word, a saturating pack makes the words bytes and a cross-lane permute puts
+ * the two blocks' halves back in order. Scalar 1: a is one value, 2: b is. */
 template <class Op, int Scalar>
 void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
 {
@@ -448,11 +459,7 @@ void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
         __m128i bytes = _mm_and_si128(_mm_packs_epi16(w, w), _mm_set1_epi8(1));
         _mm_storel_epi64((__m128i *)(o + i), bytes);
     }
-    for (; i < n; i++) {
-        float x = bf16_to_f32(ld(Scalar == 1 ? a : a + 2 * i));
-        float y = bf16_to_f32(ld(Scalar == 2 ? b : b + 2 * i));
-        o[i] = Op::f(x, y);
-    }
+    compare_tail<Op, Scalar>(a, b, o, i, n);
 }
 
 template <class Tier, class Op>
