@@ -392,6 +392,43 @@ template <> struct V<Expm1> {
     }
 };
 
+/* cosh x = (E + 1/E) / 2 with E = e^|x|, for |x| <= 87 (0x42AE: 1/E stays normal), zeros and
+ * subnormals included (E rounds to 1, raising nothing); about 2 float32 ulps. */
+template <> struct V<Cosh> {
+    static constexpr bool approximate = true, clamps_inputs = true;
+    static __m512i clamp(__m512i v)
+    {
+        __m512i sign = _mm512_set1_epi16((short)0x8000);
+        return _mm512_ternarylogic_epi32(
+                _mm512_min_epu16(_mm512_andnot_si512(sign, v), _mm512_set1_epi16(0x42AE)), v, sign,
+                0xF8); /* min(|v|, 87) | (v & sign) */
+    }
+    static __m512 f(__m512 x)
+    {
+        __m512 e = exp_core(_mm512_abs_ps(x));
+        return _mm512_mul_ps(_mm512_add_ps(e, _mm512_div_ps(c(1.0f), e)), c(0.5f));
+    }
+};
+
+/* sinh x for 2^-40 <= |x| <= 87 (zeros kept): below 1/2 the odd Taylor polynomial to x^9
+ * (truncation 2^-35 relative), from 1/2 on (E - 1/E) / 2 with E = e^|x|, whose cancellation
+ * at most doubles the float32 errors; the result takes x's sign. */
+template <> struct V<Sinh> {
+    static constexpr bool approximate = true, clamps_inputs = true;
+    static __m512i clamp(__m512i v) { return clamp_magnitude(v, 0x42AE); }
+    static __m512 f(__m512 x)
+    {
+        __m512 ax = _mm512_abs_ps(x), z = _mm512_mul_ps(x, x);
+        __m512 p = horner(z, (float)(1.0 / 362880), (float)(1.0 / 5040), (float)(1.0 / 120),
+                          (float)(1.0 / 6));
+        __m512 small = fmadd(_mm512_mul_ps(ax, z), p, ax);
+        __m512 e = exp_core(ax);
+        __m512 big = _mm512_mul_ps(_mm512_sub_ps(e, _mm512_div_ps(c(1.0f), e)), c(0.5f));
+        __m512 r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, c(0.5f), _CMP_LT_OQ), big, small);
+        return with_sign_of(r, x);
+    }
+};
+
 /* log1p x = log u with u = 1 + x, for x from -0.99609375 (the bfloat16 above -1) to the
  * largest finite one. For 2^-16 <= |x| < 2^24 a bfloat16 x (8 significant bits) and 1 fit in
  * float32's 24, so u is exact; beyond 2^24 its rounding moves log u by under 2^-24 / 16
