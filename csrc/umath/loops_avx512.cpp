@@ -392,6 +392,31 @@ template <> struct V<Expm1> {
     }
 };
 
+/* arctan x for 2^-40 <= |x| <= 2^40 (zeros kept; 1/x of a larger x could underflow) as Cephes'
+ * atanf: |x| above tan(3 pi/8) becomes pi/2 + arctan(-1/|x|), above tan(pi/8) pi/4 +
+ * arctan((|x| - 1)/(|x| + 1)) (one division with the blended numerator and denominator), then
+ * an odd polynomial on |t| <= tan(pi/8); the result takes x's sign. */
+template <> struct V<Arctan> {
+    static constexpr bool approximate = true, clamps_inputs = true;
+    static __m512i clamp(__m512i v) { return clamp_magnitude(v, 0x5380); }
+    static __m512 f(__m512 x)
+    {
+        __m512 ax = _mm512_abs_ps(x);
+        __mmask16 far = _mm512_cmp_ps_mask(ax, c(2.414213562373095f), _CMP_GT_OQ);
+        __mmask16 mid = _mm512_cmp_ps_mask(ax, c(0.4142135623730950f), _CMP_GT_OQ);
+        /* t = -1/|x|, (|x| - 1)/(|x| + 1) or |x|, with base pi/2, pi/4 or 0 */
+        __m512 num = _mm512_mask_blend_ps(far, _mm512_mask_sub_ps(ax, mid, ax, c(1.0f)), c(-1.0f));
+        __m512 den = _mm512_mask_blend_ps(far, _mm512_mask_add_ps(c(1.0f), mid, ax, c(1.0f)), ax);
+        __m512 base = _mm512_mask_blend_ps(far, _mm512_maskz_mov_ps(mid, c(0.7853981633974483f)),
+                                           c(1.5707963267948966f));
+        __m512 t = _mm512_mask_div_ps(ax, mid, num, den);
+        __m512 z = _mm512_mul_ps(t, t);
+        __m512 p = horner(z, 8.05374449538e-2f, -1.38776856032e-1f, 1.99777106478e-1f,
+                          -3.33329491539e-1f);
+        return with_sign_of(_mm512_add_ps(base, fmadd(_mm512_mul_ps(p, z), t, t)), x);
+    }
+};
+
 /* cosh x = (E + 1/E) / 2 with E = e^|x|, for |x| <= 87 (0x42AE: 1/E stays normal), zeros and
  * subnormals included (E rounds to 1, raising nothing); about 2 float32 ulps. */
 template <> struct V<Cosh> {
