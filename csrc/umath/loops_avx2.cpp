@@ -405,6 +405,10 @@ int twin_unary(const char *a, char *o, npy_intp n)
     }
 }
 
+/* The comparison helpers have internal linkage, as the other tier file has its own of the same
+ * names (a shared weak symbol would let one tier run the other's code). */
+namespace {
+
 /* 16 comparisons: each element's all-ones or zero result in its own 16-bit word */
 template <class Op> inline __m256i compare_words(__m256i x, __m256i y)
 {
@@ -461,6 +465,8 @@ void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
     }
     compare_tail<Op, Scalar>(a, b, o, i, n);
 }
+
+} /* namespace */
 
 template <class Tier, class Op>
 void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)

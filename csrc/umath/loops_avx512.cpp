@@ -1113,6 +1113,10 @@ int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
     return ovf | shadow_row_contig<Op>(o + 2 * i, b + 2 * i, v + i, n - i);
 }
 
+/* The comparison helpers have internal linkage, as the other tier file has its own of the same
+ * names (a shared weak symbol would let one tier run the other's code). */
+namespace {
+
 /* 32 elements at i of p, or its one value in every lane */
 inline __m512i compare_block(const char *p, bool one, npy_intp i)
 {
@@ -1150,6 +1154,8 @@ void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
         _mm_mask_storeu_epi8(o + i, k, _mm_maskz_set1_epi8(r, 1));
     }
 }
+
+} /* namespace */
 
 template <class Tier, class Op>
 void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
