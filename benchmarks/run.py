@@ -326,7 +326,8 @@ def render_report(h, sections, machine, settings, command, elapsed, plots, plot_
         f"Generated {date} by `{command}` in {elapsed:.0f} s ({mode}).",
         "",
         "**How to read the tables.** Times are the median of repeated calls after one warm-up call "
-        "(calls slower than a second are timed once), measured in two rounds per row with the "
+        "(calls slower than a second are timed once; calls shorter than 0.2 ms in batches of "
+        "back-to-back calls lasting about 0.2 ms, as timeit does), measured in two rounds per row with the "
         "contenders' order reversed in the second, each contender keeping its faster round (the "
         "machine's speed drifts; a slow phase then falls on every contender alike); each "
         "contender's timing starts once the "
