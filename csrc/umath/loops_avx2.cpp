@@ -318,9 +318,11 @@ int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
     return tail | !_mm256_testz_si256(ovf, ovf);
 }
 
+namespace { /* loops_avx512.cpp has its own IsApproximate, of its own V */
 template <class Op, class = void> struct IsApproximate : std::false_type {};
 template <class Op>
 struct IsApproximate<Op, std::void_t<decltype(V<Op>::approximate)>> : std::true_type {};
+} /* namespace */
 
 /* Once the function's table exists (unary_table_for_call: the policy of the strided loops, these
  * elements counted as computed directly) it serves the whole call: a lookup an element beats
