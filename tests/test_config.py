@@ -2,6 +2,9 @@
 import io
 import json
 import os
+import platform
+import re
+import shutil
 import subprocess
 import sys
 
@@ -105,3 +108,69 @@ def test_show_config_prints_every_component():
     assert f"tier in force: {info['tier']}" in text
     for name, kernel in info["components"].items():
         assert name in text and kernel in text
+
+
+# ---- the tiers' machine code stays apart ------------------------------------------------------
+
+_FUNC = re.compile(r"^[0-9a-f]+ <(.+)>:$")
+_INSN = re.compile(r"^\s+[0-9a-f]+:\s+(\S+)\s*(.*)$")
+_TARGET = re.compile(r"^[0-9a-f]+ <(.*?)(?:@plt)?(?:\+0x[0-9a-f]+)?>$")
+# an AVX-512 register, mask register or EVEX decoration ({k}, {z}, {1toN}, rounding)
+_AVX512 = re.compile(r"%zmm\d|%[xy]mm(?:1[6-9]|2\d|3[01])\b|%k[0-7]\b|\{")
+
+
+def _functions_of_extension():
+    """{function name: [(mnemonic, operands)]} of the compiled extension, by objdump."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump (binutils) is not installed")
+    path = bfloat16_dtype._ext.__file__
+    text = subprocess.run([objdump, "-d", "--no-show-raw-insn", "-C", path], capture_output=True,
+                          text=True, timeout=300, check=True).stdout
+    funcs, current = {}, None
+    for line in text.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            current = m.group(1)
+            funcs.setdefault(current, [])
+            continue
+        m = _INSN.match(line)
+        if m and current is not None:
+            funcs[current].append((m.group(1), m.group(2)))
+    return funcs
+
+
+def _reached_with_avx512(funcs, roots):
+    """The functions reachable from `roots` by direct calls and jumps (through the PLT to the
+    definition in the extension) whose code uses AVX-512 registers or EVEX encodings."""
+    seen, todo, hits = set(), list(roots), set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in funcs:
+            continue
+        seen.add(name)
+        for mnemonic, operands in funcs[name]:
+            if _AVX512.search(operands):
+                hits.add(name)
+            if mnemonic.startswith(("call", "jmp")) or mnemonic[0] == "j":
+                t = _TARGET.search(operands)
+                if t and t.group(1) != name:
+                    todo.append(t.group(1))
+    return hits
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
+                    reason="disassembles an x86-64 ELF extension")
+def test_avx2_tier_code_reaches_no_avx512_instruction():
+    """Everything the avx2 tier's entry points (the umath twins of TierAvx2 and the *_avx2
+    kernels) reach by direct calls is free of AVX-512 code: a helper of the same name in the
+    avx2 and avx512 files once made the linker keep a single copy, so one tier ran the other's
+    code, which on an AVX2-only CPU would be an illegal instruction. The same scan finds the
+    AVX-512 code of the avx512 entry points, so it is not vacuous."""
+    funcs = _functions_of_extension()
+    avx2 = [f for f in funcs if ("<umath::TierAvx2," in f or re.search(r"_avx2(?:_\d+)?(?:\.|$)", f))
+            and "@plt" not in f]
+    avx512 = [f for f in funcs if "<umath::TierAvx512," in f and "@plt" not in f]
+    assert len(avx2) > 40 and len(avx512) > 40
+    assert _reached_with_avx512(funcs, avx2) == set()
+    assert len(_reached_with_avx512(funcs, avx512)) > 40
