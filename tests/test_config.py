@@ -140,9 +140,9 @@ def _functions_of_extension():
     return funcs
 
 
-def _reached_with_avx512(funcs, roots):
+def _reached_with(funcs, roots, uses):
     """The functions reachable from `roots` by direct calls and jumps (through the PLT to the
-    definition in the extension) whose code uses AVX-512 registers or EVEX encodings."""
+    definition in the extension) with an instruction for which uses(mnemonic, operands)."""
     seen, todo, hits = set(), list(roots), set()
     while todo:
         name = todo.pop()
@@ -150,7 +150,7 @@ def _reached_with_avx512(funcs, roots):
             continue
         seen.add(name)
         for mnemonic, operands in funcs[name]:
-            if _AVX512.search(operands):
+            if uses(mnemonic, operands):
                 hits.add(name)
             if mnemonic.startswith(("call", "jmp")) or mnemonic[0] == "j":
                 t = _TARGET.search(operands)
@@ -172,5 +172,28 @@ def test_avx2_tier_code_reaches_no_avx512_instruction():
             and "@plt" not in f]
     avx512 = [f for f in funcs if "<umath::TierAvx512," in f and "@plt" not in f]
     assert len(avx2) > 40 and len(avx512) > 40
-    assert _reached_with_avx512(funcs, avx2) == set()
-    assert len(_reached_with_avx512(funcs, avx512)) > 40
+
+    def evex(mnemonic, operands):
+        return _AVX512.search(operands) is not None
+
+    assert _reached_with(funcs, avx2, evex) == set()
+    assert len(_reached_with(funcs, avx512, evex)) > 40
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
+                    reason="disassembles an x86-64 ELF extension")
+def test_avx512_tier_code_reaches_no_bf16_instruction():
+    """The same scan for CPUs with AVX-512 but not AVX512_BF16 (Skylake-X, Ice Lake): the avx512
+    entry points (TierAvx512 twins, *_avx512 kernels) reach no vdpbf16ps / vcvtne*2bf16; the
+    avx512bf16 kernels do."""
+    funcs = _functions_of_extension()
+    avx512 = [f for f in funcs if ("<umath::TierAvx512," in f or re.search(r"_avx512(?:_\d+)?(?:\.|$)", f))
+              and "@plt" not in f]
+    avx512bf16 = [f for f in funcs if re.search(r"_avx512bf16(?:_\d+)?(?:\.|$)", f) and "@plt" not in f]
+    assert len(avx512) > 60 and avx512bf16
+
+    def bf16(mnemonic, operands):
+        return "bf16" in mnemonic
+
+    assert _reached_with(funcs, avx512, bf16) == set()
+    assert _reached_with(funcs, avx512bf16, bf16)
