@@ -110,7 +110,9 @@ def test_vector_calls_then_table_same_bits_and_warnings(name):
     """Calls of 1,024 contiguous elements run the tier's vector loop; at the avx2 tier, once the
     elements they computed reach 2^18 (UNARY_TABLE_BUILD_AFTER) the function's table serves the
     calls instead (loops_avx2.cpp, approximate_unary). In a fresh process with this tier, every
-    round over all 65,536 inputs gives the same bits and warnings, chunk by chunk."""
+    round over all 65,536 inputs gives the same bits and warnings, chunk by chunk. (sin and cos
+    have vector loops at the avx512 tier only; elsewhere they check the strided loops' rule,
+    which the vector loops' counting shares.)"""
     r = subprocess.run([sys.executable, "-c", _COUNTED_TABLE, name], capture_output=True,
                        text=True, timeout=300, cwd=os.path.dirname(os.path.abspath(__file__)))
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -327,7 +327,7 @@ struct IsApproximate<Op, std::void_t<decltype(V<Op>::approximate)>> : std::true_
 /* Once the function's table exists (unary_table_for_call: the policy of the strided loops, these
  * elements counted as computed directly) it serves the whole call: a lookup an element beats
  * these 8-lane evaluations (AMD EPYC Zen 5 at the avx2 tier, 10^5 elements: tanh 78 -> 32 us,
- * log 52 -> 32, exp 43 -> 32, sin/cos 31-32 either way). */
+ * log 52 -> 32, exp 43 -> 32). */
 template <class Op>
 int approximate_unary(const char *a, char *o, npy_intp n)
 {
