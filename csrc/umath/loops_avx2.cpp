@@ -470,19 +470,6 @@ void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
 
 } /* namespace */
 
-template <class Tier, class Op>
-void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
-{
-    compare_run<Op, 0>(a, b, o, n);
-}
-
-template <class Tier, class Op>
-void twin_compare_scalar(const char *arr, bf16_t scalar, bool scalar_first, npy_bool *o, npy_intp n)
-{
-    const char *s = (const char *)&scalar;
-    scalar_first ? compare_run<Op, 1>(s, arr, o, n) : compare_run<Op, 2>(arr, s, o, n);
-}
-
 #define BF16_ORDER_TIER TierAvx2
 #include "umath/order_twins.h"
 #undef BF16_ORDER_TIER

@@ -1,9 +1,11 @@
 /*
- * umath/order_twins.h - the per-tier entry points of the order kernels (see loops.h). No include
- * guard: loops_<tier>.cpp includes it once, under its target options, with BF16_ORDER_TIER set to
- * its tier tag; the scans themselves are umath/order_scan.h, compiled here for that tier.
- * twin_predicate and twin_logical are instantiated with every predicate and logical functor
- * (comparisons with a scalar compare float32 in the tier files: compare_run).
+ * umath/order_twins.h - the per-tier entry points of the order kernels and comparisons (see
+ * loops.h). No include guard: loops_<tier>.cpp includes it once, under its target options, with
+ * BF16_ORDER_TIER set to its tier tag; the scans themselves are umath/order_scan.h, compiled here
+ * for that tier.
+ * twin_predicate and twin_logical are instantiated with every predicate and logical functor.
+ * The comparisons' entry points are here too, over the compare_run<Op, Scalar> each tier file
+ * defines before including this (float32 compares; Scalar 1: a is one value, 2: b is).
  */
 namespace tier_order {
 #include "umath/order_scan.h"
@@ -70,3 +72,16 @@ uint16_t twin_logical(const char *a, const char *b, npy_bool *o, npy_intp n)
                                                         npy_intp);
 BF16_LOGICALS(BF16_INSTANTIATE_LOGICAL_)
 #undef BF16_INSTANTIATE_LOGICAL_
+
+template <class Tier, class Op>
+void twin_compare(const char *a, const char *b, npy_bool *o, npy_intp n)
+{
+    compare_run<Op, 0>(a, b, o, n);
+}
+
+template <class Tier, class Op>
+void twin_compare_scalar(const char *arr, bf16_t scalar, bool scalar_first, npy_bool *o, npy_intp n)
+{
+    const char *s = (const char *)&scalar;
+    scalar_first ? compare_run<Op, 1>(s, arr, o, n) : compare_run<Op, 2>(arr, s, o, n);
+}
