@@ -197,3 +197,45 @@ def test_avx512_tier_code_reaches_no_bf16_instruction():
 
     assert _reached_with(funcs, avx512, bf16) == set()
     assert _reached_with(funcs, avx512bf16, bf16)
+
+
+def _bytes_at(address, count):
+    """`count` bytes of the extension's loaded image at virtual address `address`, by objdump -s."""
+    path = bfloat16_dtype._ext.__file__
+    text = subprocess.run([shutil.which("objdump"), "-s", f"--start-address={address:#x}",
+                           f"--stop-address={address + count:#x}", path],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    data, section = bytearray(), None
+    for line in text.splitlines():
+        if line.startswith("Contents of section "):
+            section = line.split()[3].rstrip(":")
+            continue
+        m = re.match(r"^ ([0-9a-f]+) ((?:[0-9a-f]{2,8} ){1,4})", line + " ")
+        if m and section is not None and not section.startswith(".debug"):  # debug sections start at 0
+            at = int(m.group(1), 16)
+            data[at - address:] = bytes.fromhex("".join(m.group(2).split()))
+    return bytes(data[:count])
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
+                    reason="disassembles an x86-64 ELF extension")
+def test_tile_configuration_is_whole_in_the_binary():
+    """Every ldtilecfg of the amx kernel reads the 64-byte tile configuration from a constant in
+    the binary, and that constant is palette 1 with tiles 0-7 of 16 rows x 64 bytes, all else
+    zero. Built with GCC 12, whose _tile_loadconfig declared a read of 8 bytes, the configuration
+    on the stack lost its other stores and ldtilecfg faulted on an AMX Xeon; CPUs here lack AMX,
+    so the machine code is checked instead."""
+    funcs = _functions_of_extension()
+    loads = [ops for body in funcs.values() for mnemonic, ops in body if mnemonic == "ldtilecfg"]
+    if not loads:
+        pytest.skip("the extension was built without the amx kernel (the compiler lacks AMX)")
+    for ops in loads:
+        m = re.match(r"^0x[0-9a-f]+\(%rip\)\s+#\s*([0-9a-f]+)", ops)
+        assert m, f"ldtilecfg reads {ops!r}, not a constant of the binary"
+        cfg = _bytes_at(int(m.group(1), 16), 64)
+        assert len(cfg) == 64
+        palette, start_row, reserved = cfg[0], cfg[1], cfg[2:16]
+        colsb = [int.from_bytes(cfg[16 + 2 * t:18 + 2 * t], "little") for t in range(16)]
+        rows = list(cfg[48:64])
+        assert (palette, start_row, set(reserved)) == (1, 0, {0})
+        assert colsb == [64] * 8 + [0] * 8 and rows == [16] * 8 + [0] * 8

@@ -143,25 +143,29 @@ static void emu_dp(int tc, int ta, int tb)
 #define BG_TILE_CONFIG(cfg) ((void)(cfg), emu_configured = 1)
 #define BG_TILE_RELEASE() (emu_configured = 0)
 #else
-#define BG_TILE_LOAD(t, p, stride) _tile_loadd(t, p, stride)
+/* ldtilecfg and tileloadd as asm that tells the compiler what they read. GCC 12's _tile_loadconfig
+ * declares a read of 8 bytes, so the compiler dropped the stores of the rest of a configuration
+ * built on the stack and ldtilecfg faulted on its garbage (a Xeon, GCC 12.2); its _tile_loadd
+ * declares no read at all. Here the configuration is a constant in the binary, read whole
+ * (tests/test_config.py::test_tile_configuration_is_whole_in_the_binary), and a tile load is a
+ * compiler barrier for memory. */
+#define BG_TILE_LOAD(t, p, stride) \
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"((const void *)(p)), "r"((long)(stride)) : "memory")
 #define BG_TILE_STORE(t, p, stride) _tile_stored(t, p, stride)
 #define BG_TILE_ZERO(t) _tile_zero(t)
 #define BG_TILE_DP(c, a, b) _tile_dpbf16ps(c, a, b)
-#define BG_TILE_CONFIG(cfg) _tile_loadconfig(cfg)
+#define BG_TILE_CONFIG(cfg) __asm__ volatile("ldtilecfg %0" ::"m"(*(cfg)))
 #define BG_TILE_RELEASE() _tile_release()
 #endif
 
-BG_TARGET static void amx_begin(void)
-{
-    bg_tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
-    BG_TILE_CONFIG(&cfg);
-}
+/* The tile configuration: palette 1, tiles 0-7 of 16 rows x 64 bytes, the rest zero. */
+static const bg_tilecfg bg_amx_config __attribute__((aligned(64))) = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+BG_TARGET static void amx_begin(void) { BG_TILE_CONFIG(&bg_amx_config); }
 
 BG_TARGET static void amx_end(void) { BG_TILE_RELEASE(); }
 
