@@ -17,10 +17,13 @@ def config() -> dict[str, Any]:
     True
     """
     info = dict(_ext._cpu_info())
+    matmul = _ext._gemm_kernel
+    if info["tier"] == "avx512bf16" and not matmul.startswith("avx512bf16"):
+        matmul += " (an Intel CPU without usable AMX: faster there than vdpbf16ps)"
     info["components"] = {
         "ufunc loops": _ext._simd,
         "conversions, reductions, sort": _ext._kernels_isa,
-        "matmul (GEMM/GEMV)": _ext._gemm_kernel,
+        "matmul (GEMM/GEMV)": matmul,
     }
     return info
 

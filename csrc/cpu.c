@@ -26,6 +26,7 @@ static bf16_tier g_tier = BF16_TIER_BASELINE;
 static const char *g_reason = "not probed";
 static char g_env[32] = "";
 static int g_vbmi = 0;
+static int g_intel = 0;
 
 static const char *const tier_names[BF16_TIER_COUNT] = {"baseline", "avx2", "avx512", "avx512bf16", "amx"};
 
@@ -40,6 +41,18 @@ static unsigned long long read_xcr0(void)
     unsigned int lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
+}
+
+/* CPUID leaf 0's vendor string: "GenuineIntel" in EBX, EDX, ECX. */
+static int probe_intel(void)
+{
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    char v[12];
+    memcpy(v, &b, 4);
+    memcpy(v + 4, &d, 4);
+    memcpy(v + 8, &c, 4);
+    return memcmp(v, "GenuineIntel", 12) == 0;
 }
 
 static bf16_tier probe(const char **reason)
@@ -116,6 +129,8 @@ static bf16_tier probe(const char **reason)
 #endif
 }
 #else
+static int probe_intel(void) { return 0; }
+
 static bf16_tier probe(const char **reason)
 {
     *reason = "not an x86-64 CPU: only the portable kernels are built";
@@ -126,6 +141,7 @@ static bf16_tier probe(const char **reason)
 int bf16_cpu_init(void)
 {
     g_vbmi = 0;
+    g_intel = probe_intel();
     g_detected = probe(&g_reason);
     if (g_detected < BF16_TIER_AVX512) {
         g_vbmi = 0;
@@ -155,3 +171,4 @@ bf16_tier bf16_cpu_cap(void) { return g_cap; }
 const char *bf16_cpu_env_value(void) { return g_env; }
 const char *bf16_cpu_detect_reason(void) { return g_reason; }
 int bf16_cpu_has_vbmi(void) { return g_vbmi; }
+int bf16_cpu_is_intel(void) { return g_intel; }

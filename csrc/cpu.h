@@ -42,6 +42,8 @@ const char *bf16_cpu_detect_reason(void);
 /* Whether the CPU has AVX512_VBMI (byte permutes) besides a usable avx512 tier: the ufunc loops
  * run their avx512bf16 tier only with it (umath/registry.cpp). */
 int bf16_cpu_has_vbmi(void);
+/* Whether CPUID names the vendor GenuineIntel (the matmul's kernel choice, csrc/matmul/gemm.c). */
+int bf16_cpu_is_intel(void);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,10 @@
  * one rounding of each output element.
  */
 #include "module.h"
+
+#include <string.h>
 #include "matmul/gemm.h"
+#include "cpu.h"
 
 /*
  * Sets the Python exception for a failed bf16_gemm call (rc < 0). Takes the GIL itself: numpy
@@ -189,6 +192,35 @@ gemm_peak_py(PyObject *NPY_UNUSED(self), PyObject *arg)
     Py_RETURN_TRUE;
 }
 
+/* A tier name as its bf16_tier value, or -1 with ValueError set. */
+static int
+tier_from_name(const char *name)
+{
+    for (int t = 0; t < BF16_TIER_COUNT; t++) {
+        if (strcmp(name, bf16_tier_name((bf16_tier)t)) == 0) {
+            return t;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "unknown tier '%s': expected baseline, avx2, avx512, avx512bf16 or amx", name);
+    return -1;
+}
+
+static PyObject *
+gemm_kernel_for_py(PyObject *NPY_UNUSED(self), PyObject *args)
+{
+    const char *tier, *cap;
+    int intel;
+    if (!PyArg_ParseTuple(args, "sps", &tier, &intel, &cap)) {
+        return NULL;
+    }
+    int t = tier_from_name(tier);
+    int c = t < 0 ? -1 : tier_from_name(cap);
+    if (c < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(bf16_gemm_kernel_name_for(t, intel, c));
+}
+
 static PyMethodDef matmul_methods[] = {
     {"_gemm", gemm_py, METH_VARARGS, "Batched bfloat16 GEMM into a bfloat16/float32 out."},
     {"get_num_threads", get_num_threads_py, METH_NOARGS, "Threads the matmul kernel uses."},
@@ -197,6 +229,9 @@ static PyMethodDef matmul_methods[] = {
      "Run this many flops of the matmul kernel's arithmetic instruction alone, in registers, on "
      "get_num_threads() threads (benchmarks: the rate a GEMM could reach). False when the kernel "
      "(baseline tier) has no such loop."},
+    {"_gemm_kernel_for", gemm_kernel_for_py, METH_VARARGS,
+     "_gemm_kernel_for(tier, intel, cap): the kernel the matmul would run at that tier, capped at "
+     "cap, on an Intel CPU or not."},
     {"_workspace_bytes", workspace_bytes_py, METH_VARARGS,
      "Upper bound of the extra memory one matmul of (M, N, K) allocates."},
     {NULL, NULL, 0, NULL}};

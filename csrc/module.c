@@ -9,15 +9,17 @@
 #include "interop/interop.h"
 
 /* _ext._cpu_info() -> dict: detected tier, cap, tier in force, why detection stopped, and
- * whether the CPU has AVX512_VBMI (the ufunc loops' avx512bf16 tier needs it). */
+ * whether the CPU has AVX512_VBMI (the ufunc loops' avx512bf16 tier needs it) and is an Intel one
+ * (the matmul's kernel at the avx512bf16 tier, csrc/matmul/gemm.c). */
 static PyObject *cpu_info(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:O}", "tier", bf16_tier_name(bf16_cpu_tier()),
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:O,s:O}", "tier", bf16_tier_name(bf16_cpu_tier()),
                          "detected", bf16_tier_name(bf16_cpu_detected()), "cap",
                          bf16_tier_name(bf16_cpu_cap()), "env", bf16_cpu_env_value(), "reason",
-                         bf16_cpu_detect_reason(), "vbmi", bf16_cpu_has_vbmi() ? Py_True : Py_False);
+                         bf16_cpu_detect_reason(), "vbmi", bf16_cpu_has_vbmi() ? Py_True : Py_False,
+                         "intel", bf16_cpu_is_intel() ? Py_True : Py_False);
 }
 
 static PyMethodDef ext_methods[] = {

@@ -30,15 +30,21 @@ SHIPPED = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
 TIERS = ("baseline", "avx2", "avx512", "avx512bf16", "amx")
 
 
+def gemm_tier():
+    """The tier of the matmul kernel in force: the tier in force, except on an Intel CPU whose
+    tier stops at avx512bf16 (test_kernel_name_names_the_tier)."""
+    return bd._ext._gemm_kernel.split(":")[0]
+
+
 def bf16_pair_tier():
-    """Whether the tier in force multiplies with vdpbf16ps/tdpbf16ps (subnormals read as zero,
+    """Whether the kernel in force multiplies with vdpbf16ps/tdpbf16ps (subnormals read as zero,
     pairs of k): avx512bf16, and amx, whose GEMV, skinny and small products are avx512bf16's."""
-    return bd.config()["tier"] in ("avx512bf16", "amx")
+    return gemm_tier() in ("avx512bf16", "amx")
 
 
 def gemv_ku():
     """k per GEMV lane block: 32 from the avx512 tier up, 16 below."""
-    return 32 if TIERS.index(bd.config()["tier"]) >= TIERS.index("avx512") else 16
+    return 32 if TIERS.index(gemm_tier()) >= TIERS.index("avx512") else 16
 
 
 def make(rng, shape):
@@ -73,10 +79,39 @@ def rng():
     return np.random.default_rng(2024)
 
 
+def expected_kernel_tier(tier, intel, cap):
+    """The matmul kernel's tier for the tier in force: that tier's kernel, except that an Intel
+    CPU stopping at avx512bf16 runs the avx512 kernel unless the cap asks for avx512bf16 (an
+    Intel core issues vdpbf16ps at half the FMA's rate: README, "On an Intel Xeon with AMX")."""
+    if tier == "avx512bf16" and intel and cap != "avx512bf16":
+        return "avx512"
+    return SHIPPED[min(TIERS.index(tier), len(SHIPPED) - 1)]
+
+
 def test_kernel_name_names_the_tier():
-    tier = bd.config()["tier"]
-    expected = SHIPPED[min(TIERS.index(tier), len(SHIPPED) - 1)]
-    assert bd._ext._gemm_kernel.split(":")[0] == expected, bd._ext._gemm_kernel
+    info = bd.config()
+    expected = expected_kernel_tier(info["tier"], info["intel"], info["cap"])
+    assert gemm_tier() == expected, bd._ext._gemm_kernel
+    assert info["components"]["matmul (GEMM/GEMV)"].startswith(bd._ext._gemm_kernel)
+
+
+@pytest.mark.parametrize("intel", [False, True])
+@pytest.mark.parametrize("cap", TIERS)
+@pytest.mark.parametrize("tier", TIERS)
+def test_kernel_choice_rule(tier, intel, cap):
+    """The choice for CPUs this machine is not (an Intel one without usable AMX, say): every tier,
+    vendor and cap through the same C function the import uses."""
+    if TIERS.index(tier) > TIERS.index(cap):
+        return  # the tier in force never exceeds the cap
+    got = bd._ext._gemm_kernel_for(tier, intel, cap).split(":")[0]
+    assert got == expected_kernel_tier(tier, intel, cap)
+
+
+def test_kernel_choice_rejects_unknown_tiers():
+    with pytest.raises(ValueError, match="unknown tier 'avx9'"):
+        bd._ext._gemm_kernel_for("avx9", True, "amx")
+    with pytest.raises(ValueError, match="unknown tier 'x'"):
+        bd._ext._gemm_kernel_for("amx", False, "x")
 
 
 # (M, K, N): register-block edges of every kernel (6x16, 14x32), K across KC (256, 4096) and not a
@@ -178,7 +213,7 @@ def kernel_sums(A, B):
     m, k, n = A.shape[0], A.shape[1], B.shape[1]
     if (m == 1 and n == 1 and k <= 64) or not bf16_pair_tier():
         return sequential_sums(A, B)
-    if bd.config()["tier"] == "amx" and not takes_small_path(m, k, n):
+    if gemm_tier() == "amx" and not takes_small_path(m, k, n):
         return None
     return pair_sums(A, B)
 
@@ -242,7 +277,7 @@ def test_k_blocks_are_added_in_order(rng, shape, layout):
     a, A = make(rng, (m, k))
     b, B = make(rng, (k, n))
     a, b = laid_out(a, layout[0]), laid_out(b, layout[1])
-    kc = KC[bd.config()["tier"]]
+    kc = KC[gemm_tier()]
     total = None
     for k0 in range(0, k, kc):
         block = kernel_sums(A[:, k0:k0 + kc], B[k0:k0 + kc])

@@ -175,17 +175,32 @@ static const bg_kernel *const kernel_table[] = {
     &bg_kernel_portable,
 };
 
-/* The first row whose tier the CPU (capped by BFLOAT16_DTYPE_ISA) supports. The tier is fixed at
- * import, so the choice never changes afterwards. */
-static const bg_kernel *select_kernel(void)
+/* The first row at or below tier t. One exception: an Intel CPU whose tier stops at avx512bf16
+ * (no usable AMX: Cooper Lake, a Linux before 5.16, a VM that hides AMX) gets the avx512 kernel
+ * unless the cap is avx512bf16 itself (BFLOAT16_DTYPE_ISA=avx512bf16 asks for that tier's
+ * kernels): an Intel core issues vdpbf16ps at half the FMA's rate, and on an Emerald Rapids Xeon
+ * capped at avx512bf16 the avx512 kernel was 1.2-2x faster (README, "On an Intel Xeon with AMX").
+ * tests/test_gemm_kernel.py::test_kernel_name_names_the_tier and test_kernel_choice_rule. */
+static const bg_kernel *kernel_for(bf16_tier t, int intel, bf16_tier cap)
 {
-    bf16_tier t = bf16_cpu_tier();
+    if (t == BF16_TIER_AVX512BF16 && intel && cap != BF16_TIER_AVX512BF16) t = BF16_TIER_AVX512;
     for (size_t i = 0; i < sizeof kernel_table / sizeof kernel_table[0]; i++)
         if (kernel_table[i]->tier <= t) return kernel_table[i];
     return &bg_kernel_portable;
 }
 
+/* The kernel of the tier in force. The tier is fixed at import, so the choice never changes. */
+static const bg_kernel *select_kernel(void)
+{
+    return kernel_for(bf16_cpu_tier(), bf16_cpu_is_intel(), bf16_cpu_cap());
+}
+
 const char *bf16_gemm_kernel_name(void) { return select_kernel()->name; }
+
+const char *bf16_gemm_kernel_name_for(int tier, int intel, int cap)
+{
+    return kernel_for((bf16_tier)tier, intel, (bf16_tier)cap)->name;
+}
 
 static atomic_int g_num_threads; /* 0: not chosen yet */
 

@@ -57,6 +57,9 @@ int64_t bf16_gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, int nthreads)
 int bf16_gemm_peak(double flops, int nthreads);
 /* which kernel runtime dispatch chose, starting with its tier: "avx512: ...", "avx2: ...", "baseline: ..." */
 const char *bf16_gemm_kernel_name(void);
+/* The kernel the same choice makes for tier `tier` capped at `cap` (bf16_tier values) on an Intel
+ * CPU or not, whatever this CPU is (tests). */
+const char *bf16_gemm_kernel_name_for(int tier, int intel, int cap);
 
 #ifdef __cplusplus
 }
