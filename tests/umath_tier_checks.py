@@ -89,7 +89,7 @@ def warning_kinds(f, x):
 
 @pytest.mark.parametrize("name", ["sqrt", "square", "reciprocal", "exp", "log", "tanh",
                                   "exp2", "log2", "sin", "cos", "tan", "expm1", "log1p",
-                                  "sinh", "cosh", "arctan"])
+                                  "sinh", "cosh", "arctan", "cbrt"])
 def test_unary_warnings_same_in_vector_and_scalar_loops(name):
     """Each special input, alone and inside a 40-element block of ordinary values, raises the
     same IEEE warnings through the contiguous (vector) loop as through the strided one."""

@@ -285,7 +285,7 @@ template <class Tier, class Op> struct HasCompareTwin : std::false_type {};
 #define BF16_AVX512_BINARY_TWINS(X, T) BF16_AVX2_BINARY_TWINS(X, T)
 #define BF16_AVX512_UNARY_TWINS(X, T)                                                          \
     X(T, Sqrt) X(T, Square) X(T, Reciprocal) X(T, Exp) X(T, Exp2) X(T, Expm1) X(T, Log)         \
-    X(T, Log2) X(T, Log10) X(T, Log1p) X(T, Sinh) X(T, Cosh) X(T, Arctan)                      \
+    X(T, Log2) X(T, Log10) X(T, Log1p) X(T, Sinh) X(T, Cosh) X(T, Arctan) X(T, Cbrt)           \
     X(T, Tanh) X(T, Sin) X(T, Cos) X(T, Tan) X(T, Floor) X(T, Ceil) X(T, Trunc) X(T, Rint)      \
     X(T, Sign)
 #define BF16_AVX512_COMPARE_TWINS(X, T) BF16_AVX2_COMPARE_TWINS(X, T)
