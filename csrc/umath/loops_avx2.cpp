@@ -8,8 +8,12 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
 
+#ifdef __clang__ /* clang ignores GCC's target pragma: the same target on every function */
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 
 namespace umath {
 namespace {
@@ -488,5 +492,9 @@ BF16_AVX2_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx2)
 
 } /* namespace umath */
 
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif

@@ -14,8 +14,12 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
 
+#ifdef __clang__ /* clang ignores GCC's target pragma: the same target on every function */
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#endif
 /* GCC 12 warns about the deliberately undefined source register inside its own intrinsics */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -1253,5 +1257,9 @@ BF16_AVX512_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx512)
 } /* namespace umath */
 
 #pragma GCC diagnostic pop
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif
