@@ -96,13 +96,11 @@ def test_kernel_name_names_the_tier():
 
 
 @pytest.mark.parametrize("intel", [False, True])
-@pytest.mark.parametrize("cap", TIERS)
-@pytest.mark.parametrize("tier", TIERS)
+@pytest.mark.parametrize("tier,cap", [(t, c) for t in TIERS for c in TIERS  # the tier never exceeds the cap
+                                      if TIERS.index(t) <= TIERS.index(c)])
 def test_kernel_choice_rule(tier, intel, cap):
     """The choice for CPUs this machine is not (an Intel one without usable AMX, say): every tier,
     vendor and cap through the same C function the import uses."""
-    if TIERS.index(tier) > TIERS.index(cap):
-        return  # the tier in force never exceeds the cap
     got = bd._ext._gemm_kernel_for(tier, intel, cap).split(":")[0]
     assert got == expected_kernel_tier(tier, intel, cap)
 
