@@ -508,7 +508,7 @@ template <> struct V<Cbrt> {
         r.third = _mm512_set1_epi16(21846);
         r.three = _mm512_set1_epi16(3);
         r.bias = _mm512_set1_epi16(43);
-        r.k = _mm512_setr_ps(1.0f, 1.25992105f, 1.58740105f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        r.k = _mm512_setr_ps(1.0f, 1.2599210498948732f, 1.5874010519681994f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         __asm__("" : "+v"(r.two), "+v"(r.third), "+v"(r.three), "+v"(r.bias), "+v"(r.k));
         return r;
     }
