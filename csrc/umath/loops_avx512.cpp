@@ -191,13 +191,19 @@ inline __m512 exp_poly(__m512 r)
     return fmadd(p, r, c(1.0000001192092896f));
 }
 
+/* x = n ln2 + r with n = round(x / ln2) and |r| <= ln2/2 (ln2 in two parts): returns r. */
+inline __m512 exp_reduce(__m512 x, __m512 *n)
+{
+    const __m512 shift = c(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    *n = _mm512_sub_ps(fmadd(x, c(1.44269504088896341f), shift), shift);
+    __m512 r = fmadd(*n, c(-0.693359375f), x);
+    return fmadd(*n, c(2.12194440e-4f), r);
+}
+
 /* e^x for x in [-87, 88.5]: x = n ln2 + r, |r| <= ln2/2, e^r, then scalef by 2^n. */
 inline __m512 exp_core(__m512 x)
 {
-    const __m512 shift = c(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    __m512 n = _mm512_sub_ps(fmadd(x, c(1.44269504088896341f), shift), shift);
-    __m512 r = fmadd(n, c(-0.693359375f), x);
-    r = fmadd(n, c(2.12194440e-4f), r);
+    __m512 n, r = exp_reduce(x, &n);
     return _mm512_scalef_ps(exp_poly<1>(r), n);
 }
 
@@ -405,10 +411,7 @@ template <> struct V<Expm1> {
     static __m512i clamp(__m512i v) { return clamp_magnitude(v, 0x4270); /* 60 */ }
     static __m512 f(__m512 t)
     {
-        const __m512 shift = c(12582912.0f);
-        __m512 n = _mm512_sub_ps(fmadd(t, c(1.44269504088896341f), shift), shift);
-        __m512 r = fmadd(n, c(-0.693359375f), t);
-        r = fmadd(n, c(2.12194440e-4f), r);
+        __m512 n, r = exp_reduce(t, &n);
         __m512 q = horner(r, 0.0013933650916442275f, 0.008363179862499237f, 0.04166646674275398f,
                           0.16666576266288757f, 0.5f);
         __m512 em = fmadd(_mm512_mul_ps(r, r), q, r);
