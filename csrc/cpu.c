@@ -35,6 +35,13 @@ const char *bf16_tier_name(bf16_tier t)
     return (t >= 0 && t < BF16_TIER_COUNT) ? tier_names[t] : "unknown";
 }
 
+int bf16_tier_from_name(const char *name)
+{
+    for (int t = 0; t < BF16_TIER_COUNT; t++)
+        if (strcmp(name, tier_names[t]) == 0) return t;
+    return -1;
+}
+
 #ifdef BF16_CPU_X86
 static unsigned long long read_xcr0(void)
 {
@@ -153,13 +160,9 @@ int bf16_cpu_init(void)
     if (env != NULL && env[0] != '\0') {
         strncpy(g_env, env, sizeof g_env - 1);
         g_env[sizeof g_env - 1] = '\0';
-        ok = 0;
-        for (int t = 0; t < BF16_TIER_COUNT; t++) {
-            if (strcmp(env, tier_names[t]) == 0) {
-                g_cap = (bf16_tier)t;
-                ok = 1;
-            }
-        }
+        int t = bf16_tier_from_name(env);
+        ok = t >= 0;
+        if (ok) g_cap = (bf16_tier)t;
     }
     g_tier = g_detected < g_cap ? g_detected : g_cap;
     return ok ? 0 : -1;

@@ -37,6 +37,8 @@ bf16_tier bf16_cpu_cap(void);
 const char *bf16_cpu_env_value(void);
 /* "baseline", "avx2", "avx512", "avx512bf16", "amx". */
 const char *bf16_tier_name(bf16_tier t);
+/* The tier of that name, or -1 when none has it. */
+int bf16_tier_from_name(const char *name);
 /* Why the detected tier stops where it does, e.g. "CPU lacks avx512_bf16". */
 const char *bf16_cpu_detect_reason(void);
 /* Whether the CPU has AVX512_VBMI (byte permutes) besides a usable avx512 tier: the ufunc loops

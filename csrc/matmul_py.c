@@ -5,8 +5,6 @@
  * one rounding of each output element.
  */
 #include "module.h"
-
-#include <string.h>
 #include "matmul/gemm.h"
 #include "cpu.h"
 
@@ -196,13 +194,11 @@ gemm_peak_py(PyObject *NPY_UNUSED(self), PyObject *arg)
 static int
 tier_from_name(const char *name)
 {
-    for (int t = 0; t < BF16_TIER_COUNT; t++) {
-        if (strcmp(name, bf16_tier_name((bf16_tier)t)) == 0) {
-            return t;
-        }
+    int t = bf16_tier_from_name(name);
+    if (t < 0) {
+        PyErr_Format(PyExc_ValueError, "unknown tier '%s': expected baseline, avx2, avx512, avx512bf16 or amx", name);
     }
-    PyErr_Format(PyExc_ValueError, "unknown tier '%s': expected baseline, avx2, avx512, avx512bf16 or amx", name);
-    return -1;
+    return t;
 }
 
 static PyObject *
