@@ -300,7 +300,8 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
 def to_torch(x: np.ndarray):
     """A ``torch.bfloat16`` tensor sharing the array's memory.
 
-    A read-only array is copied (torch tensors are always writable).
+    A read-only array is copied (torch tensors are always writable), and so is an array with a
+    negative stride (torch has none; ``torch.from_dlpack`` aborts the process on one).
 
     >>> to_torch(np.ones(2, bfloat16))
     tensor([1., 1.], dtype=torch.bfloat16)
@@ -308,7 +309,7 @@ def to_torch(x: np.ndarray):
     import torch
 
     x = _as_ours(x, "to_torch")
-    if not x.flags.writeable:
+    if not x.flags.writeable or any(s < 0 for s in x.strides):
         x = x.copy()
     return torch.from_dlpack(DLPackTensor(x))
 
@@ -334,11 +335,15 @@ def from_torch(t) -> np.ndarray:
 def to_jax(x: np.ndarray):
     """A JAX array of dtype bfloat16 from a bfloat16 array (through DLPack; JAX copies unless
     the data meets its alignment). ``jnp.asarray(x)`` itself refuses this package's dtype;
-    ``jnp.asarray(x.astype(ml_dtypes.bfloat16))`` is the other route (a bit copy)."""
+    ``jnp.asarray(x.astype(ml_dtypes.bfloat16))`` is the other route (a bit copy). A read-only
+    array, and one neither C- nor Fortran-contiguous (JAX reads compact buffers only), is copied
+    first."""
     import jax.numpy as jnp
 
     x = _as_ours(x, "to_jax")
-    return jnp.from_dlpack(DLPackTensor(x if x.flags.writeable else x.copy()))
+    if not x.flags.writeable or not (x.flags.c_contiguous or x.flags.f_contiguous):
+        x = np.array(x, order="C")
+    return jnp.from_dlpack(DLPackTensor(x))
 
 
 def from_jax(a) -> np.ndarray:

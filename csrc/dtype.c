@@ -308,7 +308,7 @@ static PyArray_DescrProto bf16_proto = {
     .elsize = 2,
     .alignment = 2,
     .subarray = NULL,
-    .fields = NULL,
+    .fields = Py_None, /* as NumPy's builtins: np.dtype(bfloat16, copy=True) then copies (pickling relies on it) */
     .names = NULL,
     .f = &bf16_arrfuncs,
 };

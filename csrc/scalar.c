@@ -622,6 +622,34 @@ bf16_scalar_format(PyObject *self, PyObject *spec)
     return r;
 }
 
+/* round(x) is a Python int, as for float16; round(x, n) computes the decimal rounding in float64
+ * and rounds it to bfloat16 once (numerics.round), where NumPy's scalar would scale by 10**n in
+ * the scalar's own dtype first (tests/test_scalar.py::test_builtin_round_rounds_once). */
+static PyObject *
+bf16_scalar_round(PyObject *self, PyObject *args)
+{
+    PyObject *ndigits = Py_None;
+    if (!PyArg_UnpackTuple(args, "__round__", 0, 1, &ndigits)) {
+        return NULL;
+    }
+    if (ndigits == Py_None) {
+        PyObject *f = bf16_scalar_float(self);
+        if (f == NULL) {
+            return NULL;
+        }
+        PyObject *r = PyObject_CallMethod(f, "__round__", NULL);
+        Py_DECREF(f);
+        return r;
+    }
+    PyObject *mod = PyImport_ImportModule("bfloat16_dtype.numerics");
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *r = PyObject_CallMethod(mod, "round", "OO", self, ndigits);
+    Py_DECREF(mod);
+    return r;
+}
+
 static PyObject *
 bf16_scalar_bits_get(PyObject *self, void *Py_UNUSED(closure))
 {
@@ -636,6 +664,8 @@ static PyMethodDef bf16_scalar_methods[] = {
     {"item", bf16_scalar_item, METH_VARARGS, "The value as a Python float (exact)."},
     {"__reduce__", bf16_scalar_reduce, METH_NOARGS, "Pickle support (exact bits)."},
     {"__format__", bf16_scalar_format, METH_O, "Format like float, e.g. f'{x:.3f}'."},
+    {"__round__", bf16_scalar_round, METH_VARARGS,
+     "round(x) as a Python int; round(x, n) to n decimals, rounded to bfloat16 once."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef bf16_scalar_getset[] = {

@@ -456,3 +456,20 @@ def test_structured_field_saves_as_v2_and_views_back():
     back = y.view(sd)
     same(back["a"].view(np.uint16), x["a"].view(np.uint16))
     same(back["b"], [2, 3, 4])
+
+
+def test_unpickling_a_swapped_dtype_leaves_the_native_one_alone():
+    """np.dtype(bfloat16, copy=True), which dtype pickles are rebuilt with, copies (as for
+    float16), so unpickling a '>' dtype or array cannot swap the byte order of every bfloat16
+    array in the process."""
+    import pickle
+    x = np.array([1.5, 2.0, -3.0], bfloat16)
+    assert np.dtype(bfloat16, False, True) is not BF16
+    swapped = BF16.newbyteorder(">")
+    for obj in (swapped, x.astype(swapped), np.zeros(2, [("a", swapped), ("b", "<f4")]), x):
+        back = pickle.loads(pickle.dumps(obj))
+        assert BF16.byteorder == "=" and np.dtype(bfloat16).byteorder == "="
+        assert x.astype(np.float32).tolist() == [1.5, 2.0, -3.0] and float(x.sum()) == 0.5
+    assert pickle.loads(pickle.dumps(swapped)).byteorder == ">"
+    back = pickle.loads(pickle.dumps(x.astype(swapped)))
+    assert back.astype(np.float32).tolist() == [1.5, 2.0, -3.0]

@@ -316,6 +316,31 @@ def test_torch_from_dlpack_and_errors():
     assert t.data_ptr() != ro.ctypes.data and t.tolist() == [1.0, 1.0]
 
 
+def test_to_torch_negative_strides_are_copied():
+    """torch has no negative strides (its from_dlpack aborts the process on one): such views are
+    copied, other strides shared."""
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    x = np.arange(24, dtype=np.float32).reshape(4, 6).astype(bfloat16)
+    for v in (x[::-1], x[:, ::-2], x[::-1].T, x.ravel()[::-3], x[:0, ::-1]):
+        t = interop.to_torch(v)
+        assert t.data_ptr() != v.ctypes.data or v.size == 0
+        assert t.shape == v.shape and t.float().numpy().tolist() == v.astype(np.float32).tolist()
+    for v in (x[:, ::2], x.T, x[1:, 2:]):
+        t = interop.to_torch(v)
+        assert t.data_ptr() == v.ctypes.data and t.float().numpy().tolist() == v.astype(np.float32).tolist()
+
+
+def test_to_jax_any_strides():
+    """JAX reads compact (possibly transposed) buffers only: other views are copied first."""
+    pytest.importorskip("jax", reason="jax not installed (pip install jax)")
+    x = np.arange(24, dtype=np.float32).reshape(4, 6).astype(bfloat16)
+    views = (x, x.T, x[::-1], x[:, ::-2], x[1:, ::2].T, x.ravel()[::-3], np.broadcast_to(x[:1], (3, 6)))
+    for v in views:
+        j = interop.to_jax(v)
+        assert j.shape == v.shape
+        assert np.asarray(j.astype("float32")).tolist() == v.astype(np.float32).tolist()
+
+
 def test_jax_both_ways():
     jax = pytest.importorskip("jax", reason="jax not installed (pip install jax)")
     import jax.numpy as jnp

@@ -428,6 +428,35 @@ def test_scalar_arithmetic_rounds_to_bfloat16():
     assert float(bfloat16(3) ** 2) == 9.0
 
 
+@pytest.mark.parametrize("ndigits", [-38, -3, -1, 0, 1, 2, 4])
+def test_builtin_round_rounds_once(finite_scalars, ndigits):
+    """round(x, n): the exact value rounded to n decimals (half to even), then to bfloat16 once.
+    NumPy's scalar __round__ would scale by 10**n in bfloat16 first (2.671875 -> 2.6875 at n=2)."""
+    assert float(round(bfloat16(2.671875), 2)) == float(bits_to_fraction(fraction_to_bits(Fraction(267, 100))))
+    scale = Fraction(10) ** ndigits
+    for bits, v, _ in finite_scalars[::5]:
+        r = round(v, ndigits)
+        assert type(r) is bfloat16
+        want = fraction_to_bits(round(bits_to_fraction(bits) * scale) / scale)
+        if want & 0x7FFF == 0x7F80:
+            continue  # rounds past the largest finite value (numerics.round's overflow tests)
+        assert r.bits & 0x7FFF == want & 0x7FFF and (want == 0 or r.bits == want), (hex(bits), ndigits)
+
+
+def test_builtin_round_to_int_and_errors(finite_scalars):
+    for bits, v, f in finite_scalars[::3]:
+        r = round(v)
+        assert type(r) is int and r == round(f), hex(bits)
+    with pytest.raises(ValueError, match="NaN"):
+        round(bfloat16("nan"))
+    with pytest.raises(OverflowError):
+        round(bfloat16("inf"))
+    assert np.isnan(round(bfloat16("nan"), 1)) and round(bfloat16("-inf"), 2) == -np.inf
+    assert round(bfloat16(2.5), np.int64(0)) == 2.0
+    with pytest.raises(TypeError, match="integer"):
+        round(bfloat16(2.5), 1.5)
+
+
 # ---- pickle / copy -------------------------------------------------------------------
 
 SPECIAL_BITS = [0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC1, 0xFFC5, 0x7F81, 0x0001, 0x7F7F, 0x3DCD]
