@@ -207,6 +207,28 @@ def test_result_type_python_float_first_with_array():
     assert np.result_type(0.5, x) == BF
 
 
+@pytest.mark.xfail(strict=True, reason="NumPy's PyArray_PromoteDTypeSequence (common_dtype.c) "
+                   "pairs the operands and asks the Python scalar's DType first; its "
+                   "float_common_dtype (abstractdtypes.c) answers for a legacy user DType with "
+                   "float32 and for int8/bool with float64, so that DType leads the reduction")
+@pytest.mark.parametrize("args", [(1.0, np.int8), (1, np.bool_), (1.0, np.uint8)],
+                         ids=["float-int8", "int-bool", "float-uint8"])
+def test_result_type_python_scalar_and_small_ints_three_operands(args):
+    x = np.array([1.5], bfloat16)
+    assert np.result_type(np.array([1.5], np.float16), *args) == np.float16   # the reference
+    assert np.result_type(x, *args) == BF
+
+
+def test_linspace_with_a_bfloat16_stop_needs_dtype():
+    """np.linspace(0, stop) asks np.result_type(0, stop, float(num)): the quirk above gives
+    float32 for a bfloat16 stop; dtype= (or bfloat16 start and stop) gives bfloat16."""
+    stop = bfloat16(2.0)
+    assert np.linspace(0, stop, 5).dtype == np.float32
+    assert np.linspace(0, stop, 5, dtype=bfloat16).dtype == BF
+    assert np.linspace(bfloat16(0), stop, 5).dtype == BF
+    assert np.linspace(0, stop, 5, dtype=bfloat16).astype(np.float32).tolist() == [0, 0.5, 1, 1.5, 2]
+
+
 def test_strings_promote_as_for_float16():
     x = np.array([1.5], bfloat16)
     for t in ("U3", "S3", "U40"):

@@ -399,6 +399,24 @@ def test_clip():
     assert np.clip(x.view(BF16), -1.0, 1.0).dtype == BF16
 
 
+BOUND_TYPES = [bool, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+               np.uint64, np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+               np.complex128]
+
+
+@pytest.mark.parametrize("t", BOUND_TYPES)
+def test_clip_bounds_of_every_type_promote_like_the_table(t):
+    """np.clip(bf16, lo, hi) takes the dtype bf16 + lo + hi has (float16's clip does the same with
+    its own table), for NumPy scalar, array and Python bounds, and clips the values."""
+    x = np.array([-3.0, 0.5, 1.5, 3.0], BF16)
+    for lo, hi in ((t(0), 2), (-1, np.array([2, 2, 2, 2], t)), (t(0), t(2)), (np.array(0, t), 2.0)):
+        want = np.add(np.add(x, lo), hi).dtype     # the binary promotion table
+        got = np.clip(x, lo, hi)
+        assert got.dtype == want, (t, lo, hi)
+        ref = np.clip(x.astype(np.float64), np.float64(np.real(lo)), np.asarray(np.real(hi), np.float64))
+        assert np.real(got).astype(np.float64).tolist() == ref.tolist()
+
+
 def test_aliases_are_the_same_ufunc_loops():
     a, b = RANDOM_A[:5000].view(BF16), RANDOM_B[:5000].view(BF16)
     with np.errstate(all="ignore"):

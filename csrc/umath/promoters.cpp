@@ -268,17 +268,18 @@ register_binary_promoters(PyObject *ufunc, int nout, PyArrayMethod_PromoterFunct
     return 0;
 }
 
+/* A bfloat16 array clipped by bounds of any type bfloat16 meets (tests/test_ufuncs.py::
+ * test_clip_bounds_of_every_type_promote_like_the_table). */
 static int
-register_clip_promoters(PyObject *numpy)
+register_clip_promoters(PyObject *numpy, const std::vector<PyArray_DTypeMeta *> &others)
 {
     PyObject *ufunc = get_ufunc(numpy, "clip");
     if (ufunc == NULL) {
         return -1;
     }
     PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
-    PyArray_DTypeMeta *bounds[] = {bf, &PyArray_PyLongDType, &PyArray_PyFloatDType,
-                                   dtype_of(NPY_FLOAT), dtype_of(NPY_DOUBLE),
-                                   dtype_of(NPY_LONG)};
+    std::vector<PyArray_DTypeMeta *> bounds = {bf};
+    bounds.insert(bounds.end(), others.begin(), others.end());
     int r = 0;
     for (PyArray_DTypeMeta *lo : bounds) {
         for (PyArray_DTypeMeta *hi : bounds) {
@@ -369,7 +370,7 @@ register_promoters(PyObject *numpy, const char *const *binary_names, size_t coun
     if (r < 0) {
         return -1;
     }
-    return register_clip_promoters(numpy);
+    return register_clip_promoters(numpy, others);
 }
 
 } /* namespace umath */
