@@ -1,5 +1,6 @@
 """Shared fixtures: every bfloat16 bit pattern and its exact float64 value."""
 import os
+import platform
 
 import numpy as np
 import pytest
@@ -9,6 +10,9 @@ from bfloat16_dtype import bfloat16
 # Child interpreters (subprocess tests) start here, so they import the installed package, not
 # the source tree at the repository root.
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+#: The x86-64 kernels (every tier above baseline) and the x86 rules for out-of-range conversions
+#: exist only there; other CPUs build the portable kernels alone.
+X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 
 
 @pytest.fixture(scope="session")

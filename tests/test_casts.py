@@ -1,7 +1,6 @@
 """Casts between bfloat16 and every numpy type, their safety levels, views and memory layouts."""
 from __future__ import annotations
 
-import platform
 import warnings
 from fractions import Fraction
 
@@ -9,7 +8,7 @@ import numpy as np
 import pytest
 
 from bfloat16_dtype import bfloat16
-from conftest import exact_f32, reference_round
+from conftest import X86_64, exact_f32, reference_round
 from test_conversions import fraction_to_bits
 
 BF = np.dtype(bfloat16)
@@ -308,7 +307,7 @@ _SHARED_VALUES = [np.nan, np.inf, -np.inf, 1280, -1280, 49152, -49152, 300, -300
                   65280, 200, -129, 40960, 0.0, -0.0]
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+@pytest.mark.skipif(not X86_64,
                     reason="float16's out-of-range casts give what the x86 conversion gives")
 @pytest.mark.parametrize("t", INT_TYPES, ids=lambda t: t.__name__)
 def test_nan_inf_and_out_of_range_to_int_like_float16(t):
@@ -608,7 +607,8 @@ def test_bf16_to_int_casts_exhaustive_every_tier(tier, tmp_path):
         want, invalid = _int_cast_reference(t)
         with np.errstate(invalid="ignore"):
             f32 = exact_f32(np.arange(65536, dtype=np.uint32).astype(np.uint16)).astype(t)
-        assert np.array_equal(want[small], f32[small]), name  # the model agrees with float32
+        if X86_64:  # the model agrees with float32 (other CPUs' conversions saturate)
+            assert np.array_equal(want[small], f32[small]), name
         for layout in ("", "_strided", "_pieces"):
             assert np.array_equal(got[name + layout], want), (tier, name, layout)
         # each piece warned exactly when it held an out-of-range value

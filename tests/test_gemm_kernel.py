@@ -22,7 +22,7 @@ import bfloat16_dtype as bd
 from bfloat16_dtype import bfloat16
 from conftest import exact_f32, reference_round
 
-from conftest import TESTS_DIR  # noqa: E402
+from conftest import TESTS_DIR, X86_64  # noqa: E402
 
 U = 2.0 ** -24
 # kernel tiers shipped on x86-64, lowest first (kernel.h's table)
@@ -83,6 +83,8 @@ def expected_kernel_tier(tier, intel, cap):
     """The matmul kernel's tier for the tier in force: that tier's kernel, except that an Intel
     CPU stopping at avx512bf16 runs the avx512 kernel unless the cap asks for avx512bf16 (an
     Intel core issues vdpbf16ps at half the FMA's rate: README, "On an Intel Xeon with AMX")."""
+    if not X86_64:
+        return "baseline"
     if tier == "avx512bf16" and intel and cap != "avx512bf16":
         return "avx512"
     return SHIPPED[min(TIERS.index(tier), len(SHIPPED) - 1)]

@@ -150,11 +150,20 @@ struct LessEqual { static bool f(float a, float b) { return std::islessequal(a, 
 struct Greater { static bool f(float a, float b) { return std::isgreater(a, b); } };
 struct GreaterEqual { static bool f(float a, float b) { return std::isgreaterequal(a, b); } };
 /* both sides compared, not short-circuited, as the vector loops compare them (a signalling NaN
- * on either side raises "invalid" in every loop; GCC happened to evaluate both of `&&`, clang
- * does not): umath_tier_checks.py::test_logical_every_layout */
-struct LogicalAnd { static bool f(float a, float b) { return (a != 0.0f) & (b != 0.0f); } };
-struct LogicalOr { static bool f(float a, float b) { return (a != 0.0f) | (b != 0.0f); } };
-struct LogicalXor { static bool f(float a, float b) { return (a != 0.0f) != (b != 0.0f); } };
+ * on either side raises "invalid" in every loop): umath_tier_checks.py::test_logical_every_layout.
+ * `&`/`|` alone are not enough: clang, and GCC for aarch64, skip the second compare when the
+ * first decides, so each result passes through an empty asm the compiler cannot see through. */
+static inline bool compared_nonzero(float v)
+{
+    bool r = v != 0.0f;
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__ volatile("" : "+r"(r));
+#endif
+    return r;
+}
+struct LogicalAnd { static bool f(float a, float b) { return compared_nonzero(a) & compared_nonzero(b); } };
+struct LogicalOr { static bool f(float a, float b) { return compared_nonzero(a) | compared_nonzero(b); } };
+struct LogicalXor { static bool f(float a, float b) { return compared_nonzero(a) != compared_nonzero(b); } };
 
 /* ---- unary, float32 semantics ---- */
 struct Reciprocal { static float f(float a) { return 1.0f / a; } };
