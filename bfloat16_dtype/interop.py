@@ -15,8 +15,8 @@ True
 
 The casts are registered when ``bfloat16_dtype`` is imported if ml_dtypes is already loaded,
 and otherwise right after ml_dtypes is first imported (an import hook that removes itself once
-it has seen ml_dtypes and zarr; zarr gets the bfloat16 data type of
-:func:`bfloat16_dtype.io.register_zarr_dtype` the same way).
+it has seen ml_dtypes, zarr and numpy.ma; zarr gets the bfloat16 data type of
+:func:`bfloat16_dtype.io.register_zarr_dtype` the same way, and numpy.ma float16's fill values).
 
 ``np.dtype("bfloat16")`` is ml_dtypes' bfloat16 whenever ml_dtypes has been imported (in either
 order), and this package's otherwise; the ecosystem that imports ml_dtypes (JAX, onnx) relies on
@@ -126,8 +126,47 @@ def _register_zarr() -> None:
     io.register_zarr_dtype()
 
 
+def _register_numpy_ma() -> None:
+    """Give bfloat16 float16's fill values in ``numpy.ma`` (README, "Masked arrays").
+
+    numpy.ma builds its extremum fill values from ``np.sctypeDict`` when it is imported, with
+    ``finfo``'s largest finite values for every float type but its own (those get +-inf): a
+    masked ``max`` of -inf values would return -3.39e38 and ``argmax`` point at a masked
+    element, and where numpy.ma loads first bfloat16 had no entry at all ("Unsuitable type").
+    Its default fill value is chosen by dtype kind, and kind ``'V'`` gives ``b'???'``, which no
+    bfloat16 result can hold (``a.max(axis=0)`` raised): bfloat16 gets float16's (1e20)
+    (tests/test_dropin.py::test_masked_extrema_and_fill_values_like_float16)."""
+    core = sys.modules["numpy.ma.core"]
+    ours = np.dtype(_ext.bfloat16)
+    core.max_filler[_ext.bfloat16] = -np.inf
+    core.min_filler[_ext.bfloat16] = np.inf
+    numpy_default = core.default_fill_value
+    if getattr(numpy_default, "_bfloat16_dtype", False):
+        return
+    half = np.dtype(np.float16)
+    recurse = getattr(core, "_recursive_fill_value", None)
+
+    def default_fill_value(obj):
+        dtype = obj if isinstance(obj, np.dtype) else getattr(obj, "dtype", None)
+        if dtype is None:
+            dtype = np.asanyarray(obj).dtype
+        if dtype == ours:
+            return numpy_default(half)
+        if recurse is not None and (dtype.names is not None or dtype.subdtype is not None):
+            return recurse(dtype, lambda d: numpy_default(half if d == ours else d))
+        return numpy_default(obj)
+
+    default_fill_value.__doc__ = numpy_default.__doc__
+    default_fill_value._bfloat16_dtype = True
+    core.default_fill_value = default_fill_value
+    ma = sys.modules.get("numpy.ma")
+    if ma is not None and getattr(ma, "default_fill_value", None) is numpy_default:
+        ma.default_fill_value = default_fill_value
+
+
 # What to run right after each optional library is loaded, by module name.
-_AFTER_IMPORT = {"ml_dtypes": register_ml_dtypes, "zarr": _register_zarr}
+_AFTER_IMPORT = {"ml_dtypes": register_ml_dtypes, "zarr": _register_zarr,
+                 "numpy.ma.core": _register_numpy_ma}
 _pending: set[str] = set()          # names whose callback has not run yet (changed under _hook_lock)
 _hook_lock = threading.Lock()
 
