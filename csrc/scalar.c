@@ -472,6 +472,13 @@ legacy_print_mode(void)
         is_legacy = v >= 0 && v <= 125;
         PyErr_Clear();
     }
+    else if (is_legacy && PyUnicode_Check(legacy)) {
+        /* "1.13", "1.21", "1.25" print the bare value; "2.1", "2.2" keep NumPy 2's repr
+         * (tests/test_printing.py::test_scalar_repr_under_every_legacy_mode) */
+        const char *v = PyUnicode_AsUTF8(legacy);
+        is_legacy = v != NULL && v[0] == '1' && v[1] == '.';
+        PyErr_Clear();
+    }
     Py_DECREF(opts);
     return is_legacy;
 }

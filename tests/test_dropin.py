@@ -184,6 +184,20 @@ def test_einsum_via_float32_works():
           np.einsum("ij,ij->i", MF, MF), dtype_bf16=False)
 
 
+def test_einsum_single_operand_reductions_need_dtype():
+    """optimize=True runs products through tensordot/matmul, but a single operand summed over an
+    index goes to NumPy's C einsum, which has no bfloat16 kernel, with or without optimize;
+    dtype=np.float32 (or np.sum/np.trace) works. Permutations and diagonals are views."""
+    S = np.arange(9.0).reshape(3, 3).astype(bfloat16)
+    for spec, want in (("ij->", 15.0 + 21.0), ("ii", 12.0), ("ij->j", [9.0, 12.0, 15.0])):
+        with pytest.raises(TypeError, match="einsum"):
+            np.einsum(spec, S, optimize=True)
+        got = np.einsum(spec, S, dtype=np.float32, optimize=True)
+        assert got.dtype == np.float32 and np.asarray(got).tolist() == want
+    assert np.einsum("ii->i", S, optimize=True).tolist() == [0.0, 4.0, 8.0]
+    assert np.einsum("ij->ji", S, optimize=True).dtype == BF16
+
+
 # ---- the scalar type and dtype as drop-in replacements (float16 / ml_dtypes behaviour) ----
 
 @pytest.mark.parametrize("value", [np.array([1.0, 2.5]), [1.0, 2.5], (1, 2.5),
@@ -359,7 +373,7 @@ NUMPY = NumpyVersion(np.__version__)
 
 
 def test_python_float_where_numpy_casts_safely():
-    """np.choose (and np.true_divide(x, 2.0, casting="safe"), which np.ma.median uses on an
+    """np.choose, np.copyto(..., casting="safe") (and np.true_divide(x, 2.0, casting="safe"), which np.ma.median uses on an
     even count on NumPy >= 2.4) casts a Python float to the common type with the 'safe' rule;
     NumPy decides that for its builtin floats only."""
     idx = np.array([0, 1, 0])
@@ -376,6 +390,12 @@ def test_python_float_where_numpy_casts_safely():
     elif NUMPY < "2.1.0":
         assert float(np.ma.median(even.astype(bfloat16))) == 1.75
     assert float(np.ma.median(even.astype(np.float32)).astype(bfloat16)) == 1.75
+    dst, half = np.zeros(2, BF16), np.zeros(2, np.float16)
+    np.copyto(half, 1.5, casting="safe")
+    with pytest.raises(TypeError, match="Cannot cast scalar from dtype"):
+        np.copyto(dst, 1.5, casting="safe")
+    np.copyto(dst, bfloat16(1.5), casting="safe")          # the workaround
+    assert dst.tolist() == half.tolist() == [1.5, 1.5]
 
 
 def test_descending_sort_numpy_2_5():

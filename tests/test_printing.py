@@ -58,6 +58,21 @@ def test_printoptions_like_float16(kwargs):
     assert np.array2string(bf(values), **kw) == np.array2string(f16(values), **kw)
 
 
+@pytest.mark.parametrize("mode", ["1.13", "1.21", "1.25", "2.1", "2.2", False])
+def test_scalar_repr_under_every_legacy_mode(mode):
+    """Scalars print bare under the 1.x legacy modes and as bfloat16(...) otherwise, as float16's
+    do (np.float16(1.5)); a mode this NumPy does not know is skipped."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)   # NumPy 2.0: "can only be '1.13', ..."
+            with np.printoptions(legacy=mode):
+                want = repr(np.float16(1.5)).replace("np.float16", "bfloat16")
+                assert repr(bfloat16(1.5)) == want
+    except (ValueError, UserWarning) as e:
+        pytest.skip(f"NumPy {np.__version__} has no legacy={mode!r}: {e}")
+
+
 def test_fixed_mode_prints_the_exact_value():
     """floatmode='fixed' prints the stored value: bfloat16(0.3) is 0.30078125."""
     assert np.array2string(bf([0.1, 0.3]), floatmode="fixed", precision=3) == "[0.100 0.301]"

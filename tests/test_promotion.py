@@ -227,6 +227,9 @@ def test_linspace_with_a_bfloat16_stop_needs_dtype():
     assert np.linspace(0, stop, 5, dtype=bfloat16).dtype == BF
     assert np.linspace(bfloat16(0), stop, 5).dtype == BF
     assert np.linspace(0, stop, 5, dtype=bfloat16).astype(np.float32).tolist() == [0, 0.5, 1, 1.5, 2]
+    x = np.array([1.0, 2.0], bfloat16)
+    assert np.select([x > 1.5], [0.25], default=x).dtype == np.float32     # result_type(0.25, x)
+    assert np.select([x > 1.5], [bfloat16(0.25)], default=x).dtype == BF
 
 
 def test_strings_promote_as_for_float16():
