@@ -496,6 +496,124 @@ to_text_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *
     return 0;
 }
 
+/*
+ * bfloat16 <-> NumPy's variable-width StringDType, as float16 has them: out, each value's
+ * shortest round-trip digits (str(v), as astype(str)), a safe cast; in, the text parsed as the
+ * constructor parses it and rounded once, an unsafe cast, where a missing value (the dtype's
+ * na_object) raises NumPy's ValueError. tests/test_casts.py::test_stringdtype_casts_like_float16
+ */
+static int
+native_descr(PyArray_Descr *given, PyArray_Descr **out)
+{
+    if (PyArray_ISNBO(given->byteorder)) {
+        Py_INCREF(given);
+        *out = given;
+        return 0;
+    }
+    *out = PyArray_DescrNewByteorder(given, NPY_NATIVE);
+    return *out == NULL ? -1 : 0;
+}
+
+static NPY_CASTING
+to_vstring_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                               PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
+                               PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
+{
+    if (native_descr(given[0], &loop[0]) < 0) {
+        return (NPY_CASTING)-1;
+    }
+    if (given[1] != NULL) {
+        Py_INCREF(given[1]);
+        loop[1] = given[1];
+    }
+    else {
+        loop[1] = (PyArray_Descr *)PyObject_CallNoArgs((PyObject *)dtypes[1]);
+        if (loop[1] == NULL) {
+            Py_DECREF(loop[0]);
+            return (NPY_CASTING)-1;
+        }
+    }
+    return NPY_SAFE_CASTING;
+}
+
+static int
+to_vstring_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dimensions,
+                const npy_intp *strides, NpyAuxData *NPY_UNUSED(auxdata))
+{
+    npy_string_allocator *allocator =
+        NpyString_acquire_allocator((PyArray_StringDTypeObject *)context->descriptors[1]);
+    int r = 0;
+    for (npy_intp i = 0; i < dimensions[0] && r == 0; i++) {
+        bf16_t h;
+        memcpy(&h, data[0] + i * strides[0], 2);
+        PyObject *text = bf16_shortest_str(h);
+        Py_ssize_t len;
+        const char *utf8 = text ? PyUnicode_AsUTF8AndSize(text, &len) : NULL;
+        if (utf8 == NULL) {
+            r = -1;
+        }
+        else if (NpyString_pack(allocator, (npy_packed_static_string *)(data[1] + i * strides[1]),
+                                utf8, (size_t)len) < 0) {
+            PyErr_SetString(PyExc_MemoryError, "bfloat16 to StringDType: could not store a string");
+            r = -1;
+        }
+        Py_XDECREF(text);
+    }
+    NpyString_release_allocator(allocator);
+    return r;
+}
+
+static NPY_CASTING
+from_vstring_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                                 PyArray_DTypeMeta *const *NPY_UNUSED(dtypes),
+                                 PyArray_Descr *const *given, PyArray_Descr **loop,
+                                 npy_intp *NPY_UNUSED(view_offset))
+{
+    Py_INCREF(given[0]);
+    loop[0] = given[0];
+    if (native_descr(given[1] != NULL ? given[1] : bf16_descr, &loop[1]) < 0) {
+        Py_DECREF(loop[0]);
+        return (NPY_CASTING)-1;
+    }
+    return NPY_UNSAFE_CASTING;
+}
+
+static int
+from_vstring_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dimensions,
+                  const npy_intp *strides, NpyAuxData *NPY_UNUSED(auxdata))
+{
+    npy_string_allocator *allocator =
+        NpyString_acquire_allocator((PyArray_StringDTypeObject *)context->descriptors[0]);
+    int r = 0;
+    for (npy_intp i = 0; i < dimensions[0] && r == 0; i++) {
+        npy_static_string text = {0, NULL};
+        int is_null = NpyString_load(
+            allocator, (const npy_packed_static_string *)(data[0] + i * strides[0]), &text);
+        if (is_null < 0) {
+            PyErr_SetString(PyExc_MemoryError, "StringDType to bfloat16: could not read a string");
+            r = -1;
+            break;
+        }
+        if (is_null) {
+            PyErr_SetString(PyExc_ValueError,
+                            "Arrays with missing data cannot be converted to a non-nullable type");
+            r = -1;
+            break;
+        }
+        PyObject *s = PyUnicode_DecodeUTF8(text.buf, (Py_ssize_t)text.size, "strict");
+        bf16_t h;
+        if (s == NULL || bf16_from_object(s, &h) < 0) {
+            r = -1;
+        }
+        else {
+            memcpy(data[1] + i * strides[1], &h, 2);
+        }
+        Py_XDECREF(s);
+    }
+    NpyString_release_allocator(allocator);
+    return r;
+}
+
 /* bfloat16 -> object: bfloat16 scalars (NumPy's generic cast would store the Python floats
  * that x.item() gives). Output slots may hold references already (np.copyto). */
 static int
@@ -650,10 +768,11 @@ fill_from_complex_specs(void)
     }
 }
 
-static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec, to_object_spec;
+static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec, to_object_spec,
+        to_vstring_spec, from_vstring_spec;
 static PyArray_DTypeMeta *copy_dtypes[2], *to_unicode_dtypes[2], *to_bytes_dtypes[2],
-        *to_object_dtypes[2];
-static PyArrayMethod_Spec *spec_casts[8];
+        *to_object_dtypes[2], *to_vstring_dtypes[2], *from_vstring_dtypes[2];
+static PyArrayMethod_Spec *spec_casts[10];
 
 PyArrayMethod_Spec **
 bf16_spec_casts(void)
@@ -704,6 +823,33 @@ bf16_spec_casts(void)
                  NPY_METH_NO_FLOATINGPOINT_ERRORS,
         .dtypes = to_object_dtypes, .slots = object_slots,
     };
+    static PyType_Slot to_vstring_slots[] = {
+        {NPY_METH_resolve_descriptors, to_vstring_resolve_descriptors},
+        {NPY_METH_strided_loop, to_vstring_loop},
+        {NPY_METH_unaligned_strided_loop, to_vstring_loop},
+        {0, NULL},
+    };
+    to_vstring_dtypes[0] = NULL;
+    to_vstring_dtypes[1] = &PyArray_StringDType;
+    to_vstring_spec = (PyArrayMethod_Spec){
+        .name = "bfloat16_to_StringDType", .nin = 1, .nout = 1, .casting = NPY_SAFE_CASTING,
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_REQUIRES_PYAPI |
+                 NPY_METH_NO_FLOATINGPOINT_ERRORS,
+        .dtypes = to_vstring_dtypes, .slots = to_vstring_slots,
+    };
+    static PyType_Slot from_vstring_slots[] = {
+        {NPY_METH_resolve_descriptors, from_vstring_resolve_descriptors},
+        {NPY_METH_strided_loop, from_vstring_loop},
+        {NPY_METH_unaligned_strided_loop, from_vstring_loop},
+        {0, NULL},
+    };
+    from_vstring_dtypes[0] = &PyArray_StringDType;
+    from_vstring_dtypes[1] = NULL;
+    from_vstring_spec = (PyArrayMethod_Spec){
+        .name = "StringDType_to_bfloat16", .nin = 1, .nout = 1, .casting = NPY_UNSAFE_CASTING,
+        .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_REQUIRES_PYAPI,
+        .dtypes = from_vstring_dtypes, .slots = from_vstring_slots,
+    };
     spec_casts[0] = &copy_spec;
     spec_casts[1] = &to_unicode_spec;
     spec_casts[2] = &to_bytes_spec;
@@ -712,7 +858,9 @@ bf16_spec_casts(void)
     spec_casts[4] = &from_complex_specs[0];
     spec_casts[5] = &from_complex_specs[1];
     spec_casts[6] = &from_complex_specs[2];
-    spec_casts[7] = NULL;
+    spec_casts[7] = &to_vstring_spec;
+    spec_casts[8] = &from_vstring_spec;
+    spec_casts[9] = NULL;
     return spec_casts;
 }
 

@@ -373,6 +373,38 @@ def test_bf16_to_str_all_patterns_shortest_round_trip(all_bits, all_values):
     np.testing.assert_array_equal(all_values.astype("S"), s.astype("S"))
 
 
+def test_stringdtype_casts_like_float16(all_bits, all_values):
+    """NumPy's StringDType both ways: every pattern's text rounds back exactly to its bits (NaN
+    reads 'nan'); casting levels, missing values, bad text and overflow as for float16."""
+    S = np.dtypes.StringDType
+    texts = all_values.astype(S())
+    assert texts.dtype == S()
+    f = exact_f32(all_bits)
+    for b, t in zip(range(65536), texts.tolist()):
+        if np.isfinite(f[b]):
+            sign = 0x8000 if t.startswith("-") else 0
+            assert fraction_to_bits(abs(Fraction(t))) | sign == b, (b, t)
+        else:
+            assert t == ("nan" if np.isnan(f[b]) else "-inf" if f[b] < 0 else "inf"), (b, t)
+    back = texts.astype(BF)
+    finite = np.isfinite(f)
+    np.testing.assert_array_equal(back.view(np.uint16)[finite], all_bits[finite])
+    assert np.isnan(back[~np.isfinite(f) & np.isnan(f)].astype(np.float32)).all()
+    for na in (None, np.nan):
+        assert np.can_cast(BF, S(na_object=na)) == np.can_cast(np.float16, S(na_object=na)) is True
+    assert np.can_cast(S(), BF, "same_kind") == np.can_cast(S(), np.float16, "same_kind") is False
+    got = np.array([" 2.5 ", "1_000", "-inf", "0.1"], dtype=S()).astype(BF)
+    assert got.astype(np.float64).tolist() == [2.5, 1000.0, -np.inf, 0.10009765625]
+    assert np.array(got[::-2], dtype=S()).tolist() == ["0.1", "1e+03"]      # a strided source
+    for t in (np.float16, BF):
+        with pytest.raises(ValueError, match="missing data"):
+            np.array(["1", None], dtype=S(na_object=None)).astype(t)
+        with pytest.raises(ValueError, match="could not convert string to"):
+            np.array(["abc"], dtype=S()).astype(t)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+        assert np.isinf(np.array(["1e39"], dtype=S()).astype(BF).astype(np.float32)).all()
+
+
 @pytest.mark.parametrize("target", ["U3", "S3", "U1", "U40", ">U5"])
 def test_bf16_to_narrow_text_truncates_like_float16(target):
     values = [0.5, -1.5, 0.25, 1e30, -np.inf]
