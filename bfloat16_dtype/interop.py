@@ -107,12 +107,24 @@ def register_ml_dtypes() -> bool:
         theirs = np.dtype(ml_dtypes.bfloat16)
         _ext._register_bit_casts(theirs)
         _ext._register_mixed_promoters(theirs, _binary_ufuncs_with_our_loops())
+        for name in _ML_NARROW_TYPES:     # float8 & co.: casts through float32, both ways
+            narrow = getattr(ml_dtypes, name, None)
+            if narrow is not None:
+                _ext._register_float32_casts(np.dtype(narrow))
         _ml_dtype = theirs
         # The name follows ml_dtypes once it is loaded (see the module docstring).
         np.sctypeDict["bfloat16"] = ml_dtypes.bfloat16
         if theirs.char == np.dtype(_ext.bfloat16).char:  # the type character likewise
             np.sctypeDict[theirs.char] = ml_dtypes.bfloat16
         return True
+
+
+#: ml_dtypes' narrow types that get casts with this package's bfloat16 (those the installed
+#: ml_dtypes lacks are passed over).
+_ML_NARROW_TYPES = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                    "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                    "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
+                    "int2", "int4", "uint2", "uint4")
 
 
 def ml_dtypes_registered() -> bool:

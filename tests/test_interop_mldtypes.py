@@ -190,3 +190,39 @@ def test_import_hook_with_a_finder_that_asks_sys_meta_path_again():
         print("ok")
     """)
     assert _run(code) == "ok"
+
+
+@pytest.mark.parametrize("name", interop._ML_NARROW_TYPES)
+def test_narrow_formats_cast_through_float32(name):
+    """ml_dtypes' float8/float6/float4 and small integers cast with our bfloat16 both ways, bit
+    for bit as with ml_dtypes' own bfloat16 (every bfloat16 pattern out, every byte in), with the
+    same casting levels."""
+    t = getattr(ml_dtypes, name, None)
+    if t is None:
+        pytest.skip(f"ml_dtypes {ml_dtypes.__version__} has no {name}")
+    with np.errstate(all="ignore"):
+        ours = ALL_BITS.view(bfloat16).astype(t)
+        theirs = ALL_BITS.view(ml_dtypes.bfloat16).astype(t)
+        np.testing.assert_array_equal(ours.view(np.uint8), theirs.view(np.uint8))
+        narrow = np.arange(256, dtype=np.uint16).astype(np.uint8).view(t)
+        np.testing.assert_array_equal(narrow.astype(bfloat16).view(np.uint16),
+                                      narrow.astype(ml_dtypes.bfloat16).view(np.uint16))
+        strided = ALL_BITS[::3].view(bfloat16)[::-1].astype(t)             # any layout
+        np.testing.assert_array_equal(strided.view(np.uint8), theirs[::3][::-1].view(np.uint8))
+    for level in ("safe", "same_kind", "unsafe"):
+        assert np.can_cast(bfloat16, t, level) == np.can_cast(ml_dtypes.bfloat16, t, level), level
+        assert np.can_cast(t, bfloat16, level) == np.can_cast(t, ml_dtypes.bfloat16, level), level
+
+
+@pytest.mark.parametrize("first", ["import bfloat16_dtype", "import ml_dtypes"])
+def test_narrow_casts_in_either_import_order(first):
+    code = textwrap.dedent(f"""
+        {first}
+        import numpy as np, ml_dtypes
+        from bfloat16_dtype import bfloat16
+        x = np.array([1.5, -448, 1e-3, 600], bfloat16)
+        y = x.astype(ml_dtypes.float8_e4m3fn)
+        print(y.view(np.uint8).tolist() == x.astype(np.float32).astype(ml_dtypes.float8_e4m3fn).view(np.uint8).tolist(),
+              y.astype(bfloat16).astype(np.float32).tolist())
+    """)
+    assert _run(code) == "True [1.5, -448.0, 0.001953125, nan]"   # 2**-9: e4m3fn's least

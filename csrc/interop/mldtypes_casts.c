@@ -141,3 +141,121 @@ bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
     Py_DECREF(seq);
     Py_RETURN_NONE;
 }
+
+/*
+ * Casts with the other library's narrow formats (ml_dtypes' float8/float6/float4 and small
+ * integers), both ways through float32: bfloat16 -> float32 is exact and the library's own
+ * float32 -> T cast rounds once; T -> float32 is the library's (exact for every such format)
+ * and float32 -> bfloat16 rounds once. So the bits are those of the library's own bfloat16 -> T
+ * and T -> bfloat16 casts (tests/test_interop_mldtypes.py::test_narrow_formats_cast_through_float32).
+ * The library's two float32 casts are looked up once, here, under the GIL; the loops find them
+ * by the other array's type number (NumPy hands legacy casts arrays carrying the descriptors).
+ */
+#define VIA_F32_MAX 32
+#define VIA_F32_CHUNK 256
+
+typedef struct {
+    int type_num;
+    npy_intp elsize;
+    PyArray_VectorUnaryFunc *from_f32; /* float32 -> T, the library's */
+    PyArray_VectorUnaryFunc *to_f32;   /* T -> float32, the library's */
+} via_f32_entry;
+
+/* Filled under the GIL before the casts that read an entry are registered with NumPy. */
+static via_f32_entry via_f32[VIA_F32_MAX];
+static int via_f32_count;
+
+static const via_f32_entry *
+via_f32_find(void *arr)
+{
+    int num = arr != NULL ? PyArray_DESCR((PyArrayObject *)arr)->type_num : -1;
+    for (int k = 0; k < via_f32_count; k++) {
+        if (via_f32[k].type_num == num) return &via_f32[k];
+    }
+    return NULL;
+}
+
+static void
+bf16_to_narrow(void *from, void *to, npy_intp n, void *NPY_UNUSED(fromarr), void *toarr)
+{
+    const via_f32_entry *e = via_f32_find(toarr);
+    if (e == NULL) return; /* unreachable: registered with its entry */
+    float buf[VIA_F32_CHUNK];
+    for (npy_intp i0 = 0; i0 < n; i0 += VIA_F32_CHUNK) {
+        npy_intp m = n - i0 < VIA_F32_CHUNK ? n - i0 : VIA_F32_CHUNK;
+        for (npy_intp i = 0; i < m; i++) {
+            bf16_t h;
+            memcpy(&h, (const char *)from + 2 * (i0 + i), 2);
+            buf[i] = bf16_to_f32(h);
+        }
+        e->from_f32(buf, (char *)to + i0 * e->elsize, m, NULL, toarr);
+    }
+}
+
+static void
+narrow_to_bf16(void *from, void *to, npy_intp n, void *fromarr, void *NPY_UNUSED(toarr))
+{
+    const via_f32_entry *e = via_f32_find(fromarr);
+    if (e == NULL) return; /* unreachable: registered with its entry */
+    float buf[VIA_F32_CHUNK];
+    for (npy_intp i0 = 0; i0 < n; i0 += VIA_F32_CHUNK) {
+        npy_intp m = n - i0 < VIA_F32_CHUNK ? n - i0 : VIA_F32_CHUNK;
+        e->to_f32((char *)from + i0 * e->elsize, buf, m, fromarr, NULL);
+        for (npy_intp i = 0; i < m; i++) {
+            bf16_t h = f32_to_bf16(buf[i]);
+            memcpy((char *)to + 2 * (i0 + i), &h, 2);
+        }
+    }
+}
+
+/* _register_float32_casts(dtype): casts both ways with another library's user-defined dtype
+ * that has its own casts to and from float32. Calling it again for the same dtype does nothing. */
+PyObject *
+bf16_register_float32_casts(PyObject *NPY_UNUSED(self), PyObject *obj)
+{
+    if (!PyArray_DescrCheck(obj)) {
+        PyErr_Format(PyExc_TypeError, "_register_float32_casts expects a numpy dtype, got %R", obj);
+        return NULL;
+    }
+    PyArray_Descr *other = (PyArray_Descr *)obj;
+    int num = other->type_num;
+    if (!PyTypeNum_ISUSERDEF(num) || num == bf16_type_num || num == registered_type_num) {
+        PyErr_Format(PyExc_TypeError,
+                     "_register_float32_casts needs another library's user-defined dtype, got %R", obj);
+        return NULL;
+    }
+    for (int k = 0; k < via_f32_count; k++) {
+        if (via_f32[k].type_num == num) Py_RETURN_NONE;
+    }
+    if (via_f32_count == VIA_F32_MAX) {
+        PyErr_SetString(PyExc_RuntimeError, "_register_float32_casts: too many dtypes");
+        return NULL;
+    }
+    PyArray_Descr *f32 = PyArray_DescrFromType(NPY_FLOAT);
+    if (f32 == NULL) {
+        return NULL;
+    }
+    /* float32 -> T sits in float32's cast dictionary (a user-defined target), T -> float32 in
+     * T's own cast table */
+    PyObject *castdict = PyDataType_GetArrFuncs(f32)->castdict;
+    PyObject *key = PyLong_FromLong(num);
+    PyObject *cap = (castdict != NULL && key != NULL) ? PyDict_GetItemWithError(castdict, key) : NULL;
+    Py_XDECREF(key);
+    Py_DECREF(f32);
+    PyArray_VectorUnaryFunc *from_f32 = cap != NULL ? (PyArray_VectorUnaryFunc *)PyCapsule_GetPointer(cap, NULL) : NULL;
+    PyArray_VectorUnaryFunc *to_f32 = PyDataType_GetArrFuncs(other)->cast[NPY_FLOAT];
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (from_f32 == NULL || to_f32 == NULL) {
+        PyErr_Format(PyExc_TypeError, "%R has no casts of its own to and from float32", obj);
+        return NULL;
+    }
+    via_f32[via_f32_count] = (via_f32_entry){num, PyDataType_ELSIZE(other), from_f32, to_f32};
+    via_f32_count++;
+    if (PyArray_RegisterCastFunc(bf16_descr, num, bf16_to_narrow) < 0 ||
+            PyArray_RegisterCastFunc(other, bf16_type_num, narrow_to_bf16) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
