@@ -96,13 +96,20 @@ static inline float f64_to_f32_round_odd(double d)
     u |= 1u;                         /* inexact: make it odd */
     return f32_from_bits(u);
 }
+/* A float64 NaN as a quiet bfloat16 NaN with its sign and the top 7 bits of its payload, the
+ * bits the float64 -> float32 -> bfloat16 conversions keep (tests/test_casts.py::
+ * test_float64_nan_payloads_like_float32_path). */
+static inline bf16_t f64_nan_to_bf16(uint64_t b)
+{
+    return (bf16_t)(((b >> 48) & BF16_SIGN) | BF16_QNAN | ((b >> 45) & 0x7fu));
+}
 static inline bf16_t f64_to_bf16(double d)
 {
     /* NaN tested on the bits: a float compare would raise "invalid" for signalling NaNs,
      * which numpy's float16 casts do not. */
     uint64_t b = f64_bits(d);
     if ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) {
-        return (bf16_t)(((b >> 48) & BF16_SIGN) | BF16_QNAN);
+        return f64_nan_to_bf16(b);
     }
     return f32_to_bf16(f64_to_f32_round_odd(d));
 }
@@ -130,7 +137,7 @@ static inline bf16_t f64_to_bf16_mode(double d, enum bf16_rounding mode, uint64_
 {
     uint64_t b = f64_bits(d);
     bf16_t sign = (bf16_t)((b >> 48) & BF16_SIGN);
-    if ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return (bf16_t)(sign | BF16_QNAN);
+    if ((b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return f64_nan_to_bf16(b);
     if (mode == BF16_ROUND_NEAREST_EVEN) return f64_to_bf16(d);
     uint64_t abs_bits = b & 0x7fffffffffffffffull, e64 = abs_bits >> 52;
     if (e64 >= 1023 - 126 && e64 < 1023 + 128) {

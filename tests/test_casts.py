@@ -373,6 +373,31 @@ def test_bf16_to_str_all_patterns_shortest_round_trip(all_bits, all_values):
     np.testing.assert_array_equal(all_values.astype("S"), s.astype("S"))
 
 
+def test_float64_nan_payloads_like_float32_path():
+    """A float64 (and longdouble) NaN becomes a quiet NaN with its sign and the top 7 payload
+    bits, as through float32 (NumPy's float16 keeps its payload's top bits too), at every length
+    and stride (each tier's kernel: test_kernels_convert.py); every bfloat16 NaN survives a
+    float64 round trip, quieted."""
+    rng = np.random.default_rng(11)
+    n = 1000
+    pay = rng.integers(1, 2**51, n, dtype=np.uint64) | (rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(51))
+    sign = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
+    u = np.uint64(0x7FF0000000000000) | pay | sign
+    want = ((sign >> np.uint64(48)) | np.uint64(0x7FC0) | ((u >> np.uint64(45)) & np.uint64(0x7F))).astype(np.uint16)
+    d = u.view(np.float64)
+    with np.errstate(invalid="ignore"):
+        for m in (1, 7, 16, 33, n):
+            np.testing.assert_array_equal(d[:m].astype(BF).view(np.uint16), want[:m])
+        np.testing.assert_array_equal(d[::3].astype(BF).view(np.uint16), want[::3])
+        np.testing.assert_array_equal(d.astype(np.float32).astype(BF).view(np.uint16), want)
+        np.testing.assert_array_equal(d.astype(np.longdouble).astype(BF).view(np.uint16), want)
+        nans = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+        nans = nans[((nans & 0x7F80) == 0x7F80) & ((nans & 0x7F) != 0)]
+        quiet = nans | 0x0040
+        back = nans.view(BF).astype(np.float64).astype(BF).view(np.uint16)
+        np.testing.assert_array_equal(back, quiet)
+
+
 def test_stringdtype_casts_like_float16(all_bits, all_values):
     """NumPy's StringDType both ways: every pattern's text rounds back exactly to its bits (NaN
     reads 'nan'); casting levels, missing values, bad text and overflow as for float16."""

@@ -50,6 +50,8 @@ def f64_inputs() -> np.ndarray:
         0x47EFFFFFE0000000, 0x47EFFFF000000000, 0x47EFFFEFFFFFFFFF, 0x3810000000000000,
         0x380FFFFFFFFFFFFF, 0x3790000000000000, 0x3788000000000000, 0x3788000000000001,
         0x000FFFFFFFFFFFFF, 0x7FEFFFFFFFFFFFFF,
+        # NaN payloads: top bits kept (signalling ones quieted), low bits alone dropped
+        0x7FF5A00000000000, 0xFFFA5A5A5A5A5A5A, 0x7FF0000000200000, 0xFFF7E00000000001,
     ], dtype=np.uint64)
     return np.concatenate([special, sign | exp | man, special]).view(np.float64)
 
@@ -172,10 +174,15 @@ def test_narrow_float32_overflow_flag(out):
 
 
 def f64_reference(x: np.ndarray) -> np.ndarray:
+    """Finite and infinite values from the exact-rounding reference; a NaN is quiet and keeps its
+    sign and the top 7 bits of its payload (float64 bits 51..45), as float64 -> float32 ->
+    bfloat16 does."""
     ref = float64_reference_bits(x)
     nan = ref < 0
+    u = np.asarray(x, np.float64).view(np.uint64)
     sign = (np.signbit(x).astype(np.int64) << 15)
-    return np.where(nan, sign | 0x7FC0, ref).astype(np.uint16)
+    payload = ((u >> np.uint64(45)) & np.uint64(0x7F)).astype(np.int64)
+    return np.where(nan, sign | 0x7FC0 | payload, ref).astype(np.uint16)
 
 
 def test_narrow_float64_matches_exact_rounding(out):

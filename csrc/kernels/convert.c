@@ -313,7 +313,8 @@ KTARGET_AVX512 static inline __m256i f64_round_odd_8_avx512(__m512d x)
 KTARGET_AVX512 static inline __m256i f64_to_bf16_16_avx512(__m512d x0, __m512d x1, __m512i *ovf,
                                                           __m512i *unf)
 {
-    /* u: the float32 round-to-odd images; a NaN input gives a quiet float32 NaN, same sign */
+    /* u: the float32 round-to-odd images; a NaN input gives a quiet float32 NaN, same sign and
+     * the top bits of its payload */
     __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(f64_round_odd_8_avx512(x0)),
                                    f64_round_odd_8_avx512(x1), 1);
     const __m512i inf = _mm512_set1_epi32(0x7f800000);
@@ -323,8 +324,8 @@ KTARGET_AVX512 static inline __m256i f64_to_bf16_16_avx512(__m512d x0, __m512d x
                                     _mm512_and_si512(hi, _mm512_set1_epi32(1)));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bump), 16);
     __m512i isnan = _mm512_srai_epi32(_mm512_sub_epi32(inf, a), 31); /* all ones iff NaN */
-    __m512i qnan = _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(BF16_SIGN)),
-                                   _mm512_set1_epi32(BF16_QNAN));
+    /* a NaN keeps its sign and the top 7 bits of its payload, quiet (f64_nan_to_bf16) */
+    __m512i qnan = _mm512_or_si512(hi, _mm512_set1_epi32(BF16_QNAN));
     r = _mm512_ternarylogic_epi32(isnan, qnan, r, 0xca); /* isnan ? qnan : r */
     /* overflow: the float32 image is finite and at least halfway past the largest finite
      * bfloat16 (a finite double beyond float32's range truncates to FLT_MAX, odd) */
