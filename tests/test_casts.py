@@ -377,7 +377,7 @@ def test_float64_nan_payloads_like_float32_path():
     """A float64 (and longdouble) NaN becomes a quiet NaN with its sign and the top 7 payload
     bits, as through float32 (NumPy's float16 keeps its payload's top bits too), at every length
     and stride (each tier's kernel: test_kernels_convert.py); every bfloat16 NaN survives a
-    float64 round trip, quieted."""
+    float64 round trip, quieted (a signalling one warns "invalid" on the way out, as float32's)."""
     rng = np.random.default_rng(11)
     n = 1000
     pay = rng.integers(1, 2**51, n, dtype=np.uint64) | (rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(51))
@@ -396,6 +396,10 @@ def test_float64_nan_payloads_like_float32_path():
         quiet = nans | 0x0040
         back = nans.view(BF).astype(np.float64).astype(BF).view(np.uint16)
         np.testing.assert_array_equal(back, quiet)
+    snan32 = np.array([0x7F810000], np.uint32).view(np.float32)
+    for x in (snan32, np.array([0x7F81], np.uint16).view(BF)):   # float32's behaviour, and ours
+        with pytest.warns(RuntimeWarning, match="invalid value"):
+            x.astype(np.float64)
 
 
 def test_stringdtype_casts_like_float16(all_bits, all_values):
