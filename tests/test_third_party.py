@@ -1,0 +1,36 @@
+"""Libraries that decide by dtype kind read bfloat16's 'V' as raw bytes (as they do ml_dtypes'
+bfloat16): what they do, and the float32 conversion at the boundary that works (README,
+"Differences from float16 that remain"). Each library is skipped where it is not installed."""
+import numpy as np
+import pytest
+
+from bfloat16_dtype import bfloat16
+
+X = np.array([[0.25, 0.5], [0.75, 1.0]], bfloat16)
+
+
+def test_scikit_learn_check_array_refuses_kind_v():
+    validation = pytest.importorskip("sklearn.utils.validation", reason="scikit-learn not installed")
+    with pytest.raises(ValueError, match="numeric"):
+        validation.check_array(X)
+    got = validation.check_array(X.astype(np.float32))
+    assert got.dtype == np.float32 and got.tolist() == [[0.25, 0.5], [0.75, 1.0]]
+
+
+def test_matplotlib_colormap_reads_values_as_indices():
+    pytest.importorskip("matplotlib", reason="matplotlib not installed")
+    from matplotlib import colormaps
+    cmap = colormaps["viridis"]
+    v = np.array([0.0, 0.5, 0.99], bfloat16)
+    assert (cmap(v) == cmap(0)).all()                      # every value read as index 0
+    want = cmap(np.array([0.0, 0.5, 0.99], np.float32))
+    assert np.array_equal(cmap(v.astype(np.float32)), want) and not (want == cmap(0)).all()
+
+
+def test_pandas_infers_float16_from_a_list_of_scalars():
+    pd = pytest.importorskip("pandas", reason="pandas not installed")
+    x = np.array([1.5, 1e5], bfloat16)
+    s = pd.Series(list(x))
+    if int(pd.__version__.split(".")[0]) >= 3:             # it keeps a NumPy float's width
+        assert s.dtype == np.float16 and np.isinf(s.to_numpy()[1])
+    assert pd.Series(x.astype(np.float32)).tolist() == [1.5, 99840.0]
