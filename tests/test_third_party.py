@@ -33,4 +33,14 @@ def test_pandas_infers_float16_from_a_list_of_scalars():
     s = pd.Series(list(x))
     if int(pd.__version__.split(".")[0]) >= 3:             # it keeps a NumPy float's width
         assert s.dtype == np.float16 and np.isinf(s.to_numpy()[1])
+    with pytest.raises(NotImplementedError):
+        pd.Series(x) * 2                                   # "compound dtypes are not implemented"
     assert pd.Series(x.astype(np.float32)).tolist() == [1.5, 99840.0]
+
+
+def test_scipy_functions_that_call_isdtype():
+    stats = pytest.importorskip("scipy.stats", reason="scipy not installed")
+    x = np.array([1.0, 2.0, 4.0], bfloat16)
+    with pytest.raises(TypeError):
+        stats.describe(x)
+    assert stats.describe(x.astype(np.float32)).mean == pytest.approx(7 / 3)
