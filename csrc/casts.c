@@ -428,6 +428,20 @@ copy_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *dim
  */
 #define TEXT_WIDTH 32
 
+/* `given` in native byte order: itself (a new reference), or a swapped copy. -1 on error. */
+static int
+native_descr(PyArray_Descr *given, PyArray_Descr **out)
+{
+    if (PyArray_ISNBO(given->byteorder)) {
+        Py_INCREF(given);
+        *out = given;
+        return 0;
+    }
+    *out = PyArray_DescrNewByteorder(given, NPY_NATIVE);
+    return *out == NULL ? -1 : 0;
+}
+
+
 static NPY_CASTING
 text_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
                          PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
@@ -442,26 +456,12 @@ text_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
         }
         loop[1]->elsize = (int)needed;
     }
-    else if (PyArray_ISNBO(given[1]->byteorder)) {
-        Py_INCREF(given[1]);
-        loop[1] = given[1];
+    else if (native_descr(given[1], &loop[1]) < 0) {
+        return (NPY_CASTING)-1;
     }
-    else {
-        loop[1] = PyArray_DescrNewByteorder(given[1], NPY_NATIVE);
-        if (loop[1] == NULL) {
-            return (NPY_CASTING)-1;
-        }
-    }
-    if (PyArray_ISNBO(given[0]->byteorder)) {
-        Py_INCREF(given[0]);
-        loop[0] = given[0];
-    }
-    else {
-        loop[0] = PyArray_DescrNewByteorder(given[0], NPY_NATIVE);
-        if (loop[0] == NULL) {
-            Py_DECREF(loop[1]);
-            return (NPY_CASTING)-1;
-        }
+    if (native_descr(given[0], &loop[0]) < 0) {
+        Py_DECREF(loop[1]);
+        return (NPY_CASTING)-1;
     }
     return loop[1]->elsize >= needed ? NPY_SAFE_CASTING : NPY_SAME_KIND_CASTING;
 }
@@ -502,18 +502,6 @@ to_text_loop(PyArrayMethod_Context *context, char *const *data, const npy_intp *
  * constructor parses it and rounded once, an unsafe cast, where a missing value (the dtype's
  * na_object) raises NumPy's ValueError. tests/test_casts.py::test_stringdtype_casts_like_float16
  */
-static int
-native_descr(PyArray_Descr *given, PyArray_Descr **out)
-{
-    if (PyArray_ISNBO(given->byteorder)) {
-        Py_INCREF(given);
-        *out = given;
-        return 0;
-    }
-    *out = PyArray_DescrNewByteorder(given, NPY_NATIVE);
-    return *out == NULL ? -1 : 0;
-}
-
 static NPY_CASTING
 to_vstring_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
                                PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
