@@ -441,7 +441,6 @@ native_descr(PyArray_Descr *given, PyArray_Descr **out)
     return *out == NULL ? -1 : 0;
 }
 
-
 static NPY_CASTING
 text_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
                          PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
