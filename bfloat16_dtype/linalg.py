@@ -57,23 +57,41 @@ def num_threads(n: int) -> Iterator[None]:
         set_num_threads(old)
 
 
+def _converts(dtype: np.dtype) -> bool:
+    """Real numbers NumPy can cast to bfloat16: builtin ints, bools and floats, and other
+    libraries' types with such a cast (ml_dtypes' bfloat16, float8, ...)."""
+    return dtype.kind in "biuf" or (dtype.kind == "V" and dtype.fields is None and
+                                    np.can_cast(dtype, _BF16, "unsafe"))
+
+
 def _as_bf16(x, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype == _BF16:
         return arr
-    if arr.dtype.kind not in "biuf" and arr.dtype != _BF16:
-        raise TypeError(f"matmul: {name} must be a real numeric array, got dtype {arr.dtype}")
+    if not _converts(arr.dtype):
+        raise TypeError(f"matmul: {name} must be a real numeric array, got dtype {arr.dtype!r}")
     with np.errstate(over="ignore"):
         return arr.astype(_BF16)
+
+
+def _check_target(dt: np.dtype, what: str) -> np.dtype:
+    """A result dtype the product can be written in: bfloat16 or a NumPy float/complex (as
+    np.matmul's same_kind output rule allows for a bfloat16 result)."""
+    if dt != _BF16 and dt.kind not in "fc":
+        raise TypeError(f"matmul: {what} must be bfloat16 or a floating-point dtype, got {dt!r}")
+    return dt
 
 
 def _result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype:
     """Result dtype for out_dtype=None: bfloat16 @ bfloat16 stays bfloat16, mixed inputs follow
     the package's promotion table (bfloat16 @ float32 -> float32, ...)."""
     # np.result_type cannot promote bfloat16 with most types; the ufunc promoters can
-    dt = a.dtype if a.dtype == b.dtype else (np.empty(0, a.dtype) + np.empty(0, b.dtype)).dtype
-    if dt.kind in "biu":  # integers convert to bfloat16 like everything else
+    try:
+        dt = a.dtype if a.dtype == b.dtype else (np.empty(0, a.dtype) + np.empty(0, b.dtype)).dtype
+    except TypeError:   # two other libraries' types (ml_dtypes' float8 with a float8, ...)
         return _BF16
+    if dt.kind in "biu" or not (dt == _BF16 or dt.kind in "fc"):
+        return _BF16    # integers and other types convert to bfloat16 like everything else
     return dt
 
 
@@ -84,7 +102,7 @@ def _resolve_out_dtype(out_dtype, a, b) -> np.dtype:
         dt = np.dtype(out_dtype)
     except TypeError as exc:
         raise TypeError(f"matmul: out_dtype must be a dtype, got {out_dtype!r}") from exc
-    return dt
+    return _check_target(dt, "out_dtype")
 
 
 def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndarray:
@@ -109,14 +127,13 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
         raise ValueError("matmul: Input operand %d does not have enough dimensions "
                          "(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
                          % (0 if a_arr.ndim == 0 else 1))
+    A, B = _as_bf16(a_arr, "a"), _as_bf16(b_arr, "b")
     target = _resolve_out_dtype(out_dtype, a_arr, b_arr)
     if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"matmul: out must be a numpy array, got {type(out).__name__}")
+        _check_out(out)
         if out_dtype is not None and out.dtype != target:
             raise TypeError(f"matmul: out has dtype {out.dtype} but out_dtype is {target}")
         target = out.dtype
-    A, B = _as_bf16(a_arr, "a"), _as_bf16(b_arr, "b")
 
     # numpy's 1-D promotion: prepend/append a unit dimension, removed again at the end
     squeeze_a, squeeze_b = A.ndim == 1, B.ndim == 1
@@ -177,16 +194,43 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     return result
 
 
+def _check_out(out) -> None:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"matmul: out must be a numpy array, got {type(out).__name__}")
+    _check_target(out.dtype, "out")
+
+
+def _out_target(out, out_dtype):
+    """The dtype to compute in when the result is copied into `out` afterwards: out's own, so a
+    float32 out receives the float32 accumulator, not a bfloat16 rounding of it."""
+    if out is None:
+        return out_dtype
+    _check_out(out)
+    return out_dtype if out_dtype is not None else out.dtype
+
+
+def _need_ndim(x, n: int, which: int, name: str, signature: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim < n:
+        raise ValueError(f"{name}: Input operand {which} does not have enough dimensions (has "
+                         f"{arr.ndim}, gufunc core with signature {signature} requires {n})")
+    return arr
+
+
 def matvec(a, v, *, out=None, out_dtype=None) -> np.ndarray:
     """Matrix-vector product over the last axes: ``(..., m, n) x (..., n) -> (..., m)``.
     Memory-bound: the bfloat16 matrix is streamed once and widened on the fly."""
-    res = matmul(a, np.asarray(v)[..., np.newaxis], out_dtype=out_dtype)[..., 0]
+    a = _need_ndim(a, 2, 0, "matvec", "(m,n),(n)->(m)")
+    v = _need_ndim(v, 1, 1, "matvec", "(m,n),(n)->(m)")
+    res = matmul(a, v[..., np.newaxis], out_dtype=_out_target(out, out_dtype))[..., 0]
     return res if out is None else _copy_into(out, res)
 
 
 def vecmat(v, a, *, out=None, out_dtype=None) -> np.ndarray:
     """Vector-matrix product over the last axes: ``(..., n) x (..., n, m) -> (..., m)``."""
-    res = matmul(np.asarray(v)[..., np.newaxis, :], a, out_dtype=out_dtype)[..., 0, :]
+    v = _need_ndim(v, 1, 0, "vecmat", "(n),(n,m)->(m)")
+    a = _need_ndim(a, 2, 1, "vecmat", "(n),(n,m)->(m)")
+    res = matmul(v[..., np.newaxis, :], a, out_dtype=_out_target(out, out_dtype))[..., 0, :]
     return res if out is None else _copy_into(out, res)
 
 
@@ -202,9 +246,13 @@ def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
     with the mixed-precision kernel."""
     A, B = np.asarray(a), np.asarray(b)
     if A.ndim == 0 or B.ndim == 0:
-        res = np.multiply(_as_bf16(A, "a"), _as_bf16(B, "b"))
-        if out_dtype is not None:
-            res = res.astype(out_dtype)
+        target = _out_target(out, out_dtype)
+        target = None if target is None else _check_target(np.dtype(target), "out_dtype")
+        A16, B16 = _as_bf16(A, "a"), _as_bf16(B, "b")
+        if target is None or target == _BF16:
+            res = np.multiply(A16, B16)      # one rounding of the exact product
+        else:                                 # the product of two bfloat16 is exact in float32
+            res = np.multiply(A16.astype(np.float32), B16.astype(np.float32)).astype(target)
         return res if out is None else _copy_into(out, res)
     if A.ndim <= 2 and B.ndim <= 2:
         return matmul(A, B, out=out, out_dtype=out_dtype)
@@ -216,7 +264,8 @@ def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
     if A.shape[-1] != K:
         raise ValueError(f"shapes {A.shape} and {B.shape} not aligned: "
                          f"{A.shape[-1]} (dim {A.ndim - 1}) != {K} (dim {B.ndim - 2})")
-    res = matmul(A.reshape(-1, K), Bm.reshape(K, -1), out_dtype=out_dtype)
+    res = matmul(A.reshape(math.prod(A.shape[:-1]), K), Bm.reshape(K, math.prod(Bm.shape[1:])),
+                 out_dtype=_out_target(out, out_dtype))
     res = res.reshape(A.shape[:-1] + Bm.shape[1:])
     return res if out is None else _copy_into(out, res)
 
@@ -230,8 +279,10 @@ def inner(a, b, *, out_dtype=None) -> np.ndarray:
         raise ValueError(f"shapes {A.shape} and {B.shape} not aligned: "
                          f"{A.shape[-1]} (dim {A.ndim - 1}) != {B.shape[-1]} (dim {B.ndim - 1})")
     K = A.shape[-1]
-    res = matmul(A.reshape(-1, K), B.reshape(-1, K).T, out_dtype=out_dtype)
-    return res.reshape(A.shape[:-1] + B.shape[:-1])
+    res = matmul(A.reshape(math.prod(A.shape[:-1]), K), B.reshape(math.prod(B.shape[:-1]), K).T,
+                 out_dtype=out_dtype)
+    res = res.reshape(A.shape[:-1] + B.shape[:-1])
+    return res[()] if res.ndim == 0 else res     # a scalar, as np.inner gives
 
 
 def vdot(a, b, *, out_dtype=None):

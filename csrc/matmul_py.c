@@ -4,6 +4,8 @@
  * one mixed-precision kernel in matmul/gemm.c: exact bfloat16 products, float32 sums,
  * one rounding of each output element.
  */
+#include <fenv.h>
+
 #include "module.h"
 #include "matmul/gemm.h"
 #include "cpu.h"
@@ -123,12 +125,25 @@ gemm_py(PyObject *NPY_UNUSED(self), PyObject *args)
     npy_intp *ta = PyArray_STRIDES(a), *tb = PyArray_STRIDES(b), *to = PyArray_STRIDES(out);
     char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b), *po = PyArray_BYTES(out);
     int rc;
+    /* The kernel raises its result's IEEE flags on this thread, as in the gufunc loops above;
+     * here no ufunc machinery reads them, so they become NumPy's warnings (or errors, under
+     * np.errstate) below (tests/test_linalg.py::test_fp_warnings_from_every_entry_point). */
+    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
     Py_BEGIN_ALLOW_THREADS
     rc = bf16_gemm_batch(batch, M, N, K, pa, ta[0], ta[1], ta[2], pb, tb[0], tb[1], tb[2],
                          po, to[0], to[1], to[2], out_bf16, nthreads);
     Py_END_ALLOW_THREADS
+    int fe = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
+    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
     if (rc < 0) {
         set_gemm_error(rc, M, N, K, nthreads);
+        return NULL;
+    }
+    int npy_fe = ((fe & FE_DIVBYZERO) ? NPY_FPE_DIVIDEBYZERO : 0) |
+                 ((fe & FE_OVERFLOW) ? NPY_FPE_OVERFLOW : 0) |
+                 ((fe & FE_UNDERFLOW) ? NPY_FPE_UNDERFLOW : 0) |
+                 ((fe & FE_INVALID) ? NPY_FPE_INVALID : 0);
+    if (npy_fe && PyUFunc_GiveFloatingpointErrors("matmul", npy_fe) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

@@ -869,3 +869,99 @@ def test_dot_contiguous_and_strided_same_bits(rng):
             with np.errstate(all="ignore"):
                 got, want = bits_of(np.dot(x, y)), bits_of(np.dot(sx[::2], sy[::3]))
             assert got == want or ((got & 0x7FFF) > 0x7F80 and (want & 0x7FFF) > 0x7F80), (x, y)
+
+
+# ---- the functions' own paths (out=, out_dtype=, conversions) ---------------------------
+
+def test_fp_warnings_from_every_entry_point():
+    """Overflow and invalid results warn (or raise, under np.errstate) from the functions' own
+    paths too (out=, out_dtype=, converted inputs), as from the operator and as float32's."""
+    big = np.full((2, 2), 3e38, bfloat16)
+    calls = [lambda: bd.matmul(big, big, out_dtype=np.float32),
+             lambda: bd.matmul(big, big, out=np.empty((2, 2), bfloat16)),
+             lambda: bd.matvec(big, big[0], out=np.empty(2, np.float32)),
+             lambda: bd.matmul(big.astype(np.float32), big),
+             lambda: big @ big]
+    for call in calls:
+        with pytest.warns(RuntimeWarning, match="overflow encountered in matmul"):
+            assert np.isinf(call()).all()
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            call()
+    x = np.array([[np.inf, 1], [np.nan, 0]], bfloat16)
+    y = np.array([[0, 1], [1, 1]], bfloat16)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError, match="invalid"):
+        bd.matmul(x, y, out=np.empty((2, 2), bfloat16))
+    with np.errstate(all="raise"):                          # an infinite operand alone: silent
+        bd.matmul(np.array([[np.inf, 1.0]], bfloat16), np.ones((2, 1), bfloat16), out_dtype=np.float32)
+
+
+def test_float32_out_receives_the_accumulator(rng):
+    """out= of float32 gets the float32 accumulator from every function, as out_dtype=float32."""
+    M = rng.standard_normal((4, 50)).astype(bfloat16)
+    v = rng.standard_normal(50).astype(bfloat16)
+    want = bd.matmul(M, v, out_dtype=np.float32)
+    assert want.dtype == np.float32
+    exact = M.astype(np.float64) @ v.astype(np.float64)
+    assert np.abs(want - exact).max() < 50 * 2.0**-24 * (np.abs(M.astype(np.float64)) @ np.abs(v.astype(np.float64))).max()
+    for got in (bd.matvec(M, v, out=np.empty(4, np.float32)),
+                bd.vecmat(v, M.T, out=np.empty(4, np.float32)),
+                bd.dot(M[np.newaxis], v[:, np.newaxis], out=np.empty((1, 4, 1), np.float32)).ravel()):
+        np.testing.assert_array_equal(got, want)
+    one = np.float32(1 + 2**-7)                             # 0-d: the exact product, unrounded
+    assert bd.dot(one, one, out_dtype=np.float32) == np.float32(1 + 2**-6 + 2**-14)
+
+
+def test_zero_length_k_gives_zeros_everywhere():
+    assert bd.inner(np.zeros((2, 0), bfloat16), np.zeros((3, 0), bfloat16)).tolist() == [[0] * 3] * 2
+    got = bd.dot(np.zeros((2, 3, 0), bfloat16), np.zeros((4, 0, 6), bfloat16))
+    assert got.shape == (2, 3, 4, 6) and not got.astype(np.float32).any()
+    assert np.inner(np.zeros((2, 0), np.float32), np.zeros((3, 0), np.float32)).shape == (2, 3)
+
+
+def test_inner_of_vectors_is_a_scalar_like_numpy():
+    v = np.array([1.5, 2.0], bfloat16)
+    assert type(bd.inner(v, v)) is bfloat16 and float(bd.inner(v, v)) == 6.25
+    assert np.ndim(np.inner(v.astype(np.float32), v.astype(np.float32))) == 0
+
+
+@pytest.mark.parametrize("bad", [np.int32, np.int8, bool, "U5", "S1", "V2", "datetime64[s]", object])
+def test_out_and_out_dtype_must_be_floating(bad):
+    """As np.matmul's output casting (same_kind) refuses them for a bfloat16 result."""
+    a = np.ones((2, 3), bfloat16)
+    with pytest.raises(TypeError, match="bfloat16 or a floating-point dtype"):
+        bd.matmul(a, a.T, out_dtype=bad)
+    with pytest.raises(TypeError, match="bfloat16 or a floating-point dtype"):
+        bd.matmul(a, a.T, out=np.empty((2, 2), bad))
+    with pytest.raises(TypeError, match="bfloat16 or a floating-point dtype"):
+        bd.matvec(a, a[0], out=np.empty(2, bad))
+    with pytest.raises(TypeError, match="same_kind"):              # NumPy's own rule
+        np.matmul(a, a.T, out=np.empty((2, 2), np.int32))
+    for ok in (np.float16, np.float64, np.complex64):
+        assert bd.matmul(a, a.T, out_dtype=ok).dtype == ok
+
+
+def test_matvec_vecmat_need_their_core_dimensions():
+    v = np.ones(3, bfloat16)
+    with pytest.raises(ValueError, match="matvec: Input operand 0 does not have enough dimensions"):
+        bd.matvec(v, v)
+    with pytest.raises(ValueError, match="matvec: Input operand 1 does not have enough dimensions"):
+        bd.matvec(np.ones((2, 3), bfloat16), np.ones((), bfloat16))
+    with pytest.raises(ValueError, match="vecmat: Input operand 1 does not have enough dimensions"):
+        bd.vecmat(v, v)
+    if hasattr(np, "matvec"):
+        with pytest.raises(ValueError, match="does not have enough dimensions"):
+            np.matvec(v, v)
+
+
+def test_other_libraries_types_convert():
+    """Inputs NumPy can cast to bfloat16 (ml_dtypes' bfloat16 and float8) are converted, as
+    numbers of other types are; text is refused naming the operand."""
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
+    a = np.array([[1.5, 2.0], [0.5, -1.0]], bfloat16)
+    want = bd.matmul(a, a)
+    got = bd.matmul(a.astype(ml_dtypes.bfloat16), a)
+    assert got.dtype == np.dtype(bfloat16) and got.tobytes() == want.tobytes()
+    assert bd.matmul(a.astype(ml_dtypes.float8_e4m3fn), a).astype(np.float32).tolist() == \
+        want.astype(np.float32).tolist()
+    with pytest.raises(TypeError, match="a must be a real numeric array"):
+        bd.matmul(np.array([["x"]]), a[:1, :1])

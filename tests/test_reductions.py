@@ -386,3 +386,27 @@ def test_call_inside_a_call_keeps_its_own_shadow(axis):
         x[idx] = _FloatCallsAdd(float(v[idx]))
     got = np.add.reduce(x, axis=axis, dtype=bfloat16)
     np.testing.assert_array_equal(f32(got), np.full(3, 31.0, np.float32))
+
+
+def test_ufunc_at_accumulates_in_float32_with_a_bfloat16_operand():
+    """np.add.at/np.multiply.at with a bfloat16 operand: repeated indices accumulate in float32
+    within the call (a scatter-add is a reduction); an operand NumPy must cast first goes through
+    its buffer and each step rounds to bfloat16, as README "Reductions" says."""
+    idx = np.tile([0, 1], 300)
+    z = np.zeros(2, bfloat16)
+    np.add.at(z, idx, np.ones(600, bfloat16))
+    assert z.astype(np.float32).tolist() == [300, 300]              # exact, then rounded once
+    z = np.zeros(2, bfloat16)
+    np.add.at(z, idx, bfloat16(1.0))
+    assert z.astype(np.float32).tolist() == [300, 300]
+    for other in (1.0, np.float32(1.0), np.ones(600, np.float32)):
+        z = np.zeros(2, bfloat16)
+        np.add.at(z, idx, other)
+        assert z.astype(np.float32).tolist() == [256, 256], other      # 256 + 1 rounds to 256
+    p = np.ones(1, bfloat16)
+    np.multiply.at(p, np.zeros(200, np.intp), np.full(200, 1.0078125, bfloat16))
+    want = float(np.array(1.0078125 ** 200, np.float32).astype(bfloat16))
+    assert float(p[0]) == pytest.approx(want, rel=2**-8)
+    h = np.zeros(1, np.float16)                                       # float16 for reference
+    np.add.at(h, np.zeros(3000, np.intp), np.ones(3000, np.float16))
+    assert h[0] == 2048

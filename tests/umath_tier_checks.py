@@ -638,3 +638,30 @@ def test_logical_every_layout(name):
                 sx[::2], sy[::2] = x, y
                 assert (warning_kinds(lambda _: f(x, y), None)
                         == warning_kinds(lambda _: f(sx[::2], sy[::2]), None)), (name, s, other)
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide"])
+def test_two_nans_give_the_first_operands_every_layout(name):
+    """With NaN on both sides the result is the first operand's NaN, quieted, sign and payload
+    kept (float32's rule, and the strided loop's); with one NaN, that NaN: in every layout and
+    length (the vector loops once returned the second operand's for add and multiply)."""
+    f = getattr(np, name)
+    rng = np.random.default_rng(7)
+    n = max(LENGTHS) + 8
+    nan_a = (0x7F81 + rng.integers(0, 0x7F, n)) | (rng.integers(0, 2, n) << 15)
+    nan_b = (0x7F81 + rng.integers(0, 0x7F, n)) | (rng.integers(0, 2, n) << 15)
+    one = np.full(n, 0x3F80)
+    a = nan_a.astype(np.uint16)
+    cases = [(a, nan_b.astype(np.uint16), a | 0x40),                  # both NaN: the first's
+             (one.astype(np.uint16), nan_b.astype(np.uint16), nan_b.astype(np.uint16) | 0x40)]
+    with np.errstate(all="ignore"):
+        for xa, xb, want in cases:
+            x, y = xa.view(BF16), xb.view(BF16)
+            assert np.array_equal(bits(f(x, y)), want), name
+            assert np.array_equal(bits(f(x[::3], y[::3])), want[::3]), name
+            for m in LENGTHS:
+                assert np.array_equal(bits(f(x[5:5 + m], y[7:7 + m])),
+                                      (xa[5:5 + m] | 0x40) if xa is a else (xb[7:7 + m] | 0x40)), (name, m)
+            z = x.copy()
+            f(z, y, out=z)
+            assert np.array_equal(bits(z), want), name

@@ -102,12 +102,26 @@ inline void prefetch_ahead(const char *p) { _mm_prefetch(p + 4096, _MM_HINT_T0);
 
 /* The vector form of each functor with a twin. */
 template <class Op> struct V;
-template <> struct V<Add> { static __m256 f(__m256 a, __m256 b) { return _mm256_add_ps(a, b); } };
+/* Add and Multiply with `a` as the first source, as in loops_avx512.cpp (two NaN operands give
+ * the first one's). */
+template <> struct V<Add> {
+    static __m256 f(__m256 a, __m256 b)
+    {
+        __m256 r;
+        __asm__("vaddps %2, %1, %0" : "=x"(r) : "x"(a), "x"(b));
+        return r;
+    }
+};
 template <> struct V<Subtract> {
     static __m256 f(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
 };
 template <> struct V<Multiply> {
-    static __m256 f(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+    static __m256 f(__m256 a, __m256 b)
+    {
+        __m256 r;
+        __asm__("vmulps %2, %1, %0" : "=x"(r) : "x"(a), "x"(b));
+        return r;
+    }
 };
 template <> struct V<Divide> {
     static __m256 f(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }

@@ -117,12 +117,28 @@ inline npy_intp to_alignment(const char *o)
 
 /* The vector form of each functor with a twin. */
 template <class Op> struct V;
-template <> struct V<Add> { static __m512 f(__m512 a, __m512 b) { return _mm512_add_ps(a, b); } };
+/* Add and Multiply in asm with `a` as the instruction's first source: with two NaN operands
+ * the first source's NaN is the result (float32's, and the strided loop's), and a compiler may
+ * swap the operands of the intrinsics of these commutative operations
+ * (umath_tier_checks.py::test_two_nans_give_the_first_operands_every_layout). */
+template <> struct V<Add> {
+    static __m512 f(__m512 a, __m512 b)
+    {
+        __m512 r;
+        __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+        return r;
+    }
+};
 template <> struct V<Subtract> {
     static __m512 f(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
 };
 template <> struct V<Multiply> {
-    static __m512 f(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+    static __m512 f(__m512 a, __m512 b)
+    {
+        __m512 r;
+        __asm__("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+        return r;
+    }
 };
 template <> struct V<Divide> {
     static __m512 f(__m512 a, __m512 b) { return _mm512_div_ps(a, b); }
