@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io as _pyio
 import json
+import math
 import os
 import threading
 import zipfile
@@ -76,7 +77,8 @@ def save_safetensors(tensors: Mapping[str, np.ndarray], path: "str | os.PathLike
         raise TypeError(f"tensors must be a mapping of names to arrays, got {type(tensors).__name__}")
     header: dict[str, Any] = {}
     if metadata is not None:
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+        if not isinstance(metadata, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
             raise TypeError("metadata must map str to str")
         header["__metadata__"] = dict(metadata)
     blobs = []
@@ -94,14 +96,16 @@ def save_safetensors(tensors: Mapping[str, np.ndarray], path: "str | os.PathLike
         header[name] = {"dtype": code, "shape": list(arr.shape),
                         "data_offsets": [offset, offset + data.nbytes]}
         offset += data.nbytes
-        blobs.append(data)
+        blobs.append(data.reshape(-1).view(np.uint8))   # bytes of any dtype (ml_dtypes' F8 too)
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-(8 + len(text)) % 8)     # the data starts 8-byte aligned
+    # everything is checked and laid out before the file is opened: a refused tensor leaves an
+    # existing file as it was (tests/test_io_safetensors.py::test_refused_tensor_leaves_the_file)
     with open(path, "wb") as f:
         f.write(len(text).to_bytes(8, "little"))
         f.write(text)
         for data in blobs:
-            f.write(memoryview(data.reshape(-1)).cast("B"))
+            f.write(data)
 
 
 def _bad(path, msg: str) -> ValueError:
@@ -122,7 +126,7 @@ def _parse_header(raw: bytes, buffer_len: int, path) -> tuple[dict, list]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _bad(path, f"header is not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    if not text.startswith("{"):
+    if not text.lstrip(" \t\n\r").startswith("{"):   # JSON's whitespace, as the library reads it
         raise _bad(path, "header does not start with '{'")
     try:
         header = json.loads(text, object_pairs_hook=_no_duplicates)
@@ -135,14 +139,22 @@ def _parse_header(raw: bytes, buffer_len: int, path) -> tuple[dict, list]:
             isinstance(v, str) for v in metadata.values())):
         raise _bad(path, "__metadata__ must map strings to strings")
     entries = []
+    for key, value in [*header.items(), *(metadata or {}).items()]:
+        for text_ in (key, value) if isinstance(value, str) else (key,):
+            try:
+                text_.encode("utf-8")
+            except UnicodeEncodeError:     # a lone surrogate escape: not a string in Rust
+                raise _bad(path, f"{text_!r} is not valid Unicode") from None
     for name, info in header.items():
-        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
-            raise _bad(path, f"tensor {name!r}: entry must have exactly dtype, shape, data_offsets")
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+            raise _bad(path, f"tensor {name!r}: entry must have dtype, shape and data_offsets")
         code, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
         if code not in _ST_SIZES:
             raise _bad(path, f"tensor {name!r}: unknown or unsupported dtype {code!r}")
         if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
             raise _bad(path, f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+        if any(d > 2**63 - 1 for d in shape) or math.prod(d for d in shape if d) > 2**63 - 1:
+            raise _bad(path, f"tensor {name!r}: shape {shape} has more elements than an array can")
         if len(shape) > 64:
             raise _bad(path, f"tensor {name!r}: {len(shape)} dimensions (at most 64)")
         if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int and o >= 0 for o in offs)):
@@ -220,7 +232,10 @@ def load_safetensors(path: "str | os.PathLike[str]", *, mmap: bool = False,
             arr = piece.view("<u2").view(_DTYPE) if piece.size else np.empty(0, _DTYPE)
         else:
             arr = piece.view(dt) if piece.size else np.empty(0, dt)
-        out[name] = arr.reshape(shape)
+        try:
+            out[name] = arr.reshape(shape)
+        except ValueError as exc:      # a shape NumPy cannot make (dimension limits)
+            raise _bad(path, f"tensor {name!r}: shape {list(shape)}: {exc}") from None
     return (out, metadata) if with_metadata else out
 
 
@@ -240,6 +255,10 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
     if not _is_bfloat16(arr.dtype):
         np.save(file, arr, allow_pickle=False)
         return
+    if isinstance(file, (str, os.PathLike)):
+        file = os.fspath(file)
+        if not file.endswith(".npy" if isinstance(file, str) else b".npy"):   # as np.save does
+            file += ".npy" if isinstance(file, str) else b".npy"
     bits = _le_bits(arr)
     d = f"{{'descr': '<u2', 'fortran_order': False, 'shape': {tuple(bits.shape)!r}, }} {_NPY_MARK}"
     version, lenbytes = (1, 0), 2
@@ -260,6 +279,10 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
 def savez(file: "str | os.PathLike[str] | IO[bytes]", **arrays: np.ndarray) -> None:
     """Save several arrays to an uncompressed .npz (``np.load`` reads it); each bfloat16 array
     is stored as by :func:`save`, so :func:`load` gives them back as bfloat16."""
+    if isinstance(file, (str, os.PathLike)):
+        file = os.fspath(file)
+        if not file.endswith(".npz" if isinstance(file, str) else b".npz"):   # as np.savez does
+            file += ".npz" if isinstance(file, str) else b".npz"
     with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, arr in arrays.items():
             with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
@@ -269,7 +292,10 @@ def savez(file: "str | os.PathLike[str] | IO[bytes]", **arrays: np.ndarray) -> N
 def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = None):
     """Load a .npy file, or an .npz as a dict of arrays; arrays written by :func:`save` /
     :func:`savez` from bfloat16 come back as bfloat16, others as ``np.load`` returns them
-    (pickles refused). ``mmap_mode`` applies to .npy files."""
+    (pickles refused). ``mmap_mode`` applies to .npy files (``"r"``, ``"r+"``, ``"c"``: ``"w+"``,
+    which would truncate the file, is refused)."""
+    if mmap_mode not in (None, "r", "r+", "c", "readonly", "readwrite", "copyonwrite"):
+        raise ValueError(f"load: mmap_mode must be None, 'r', 'r+' or 'c', got {mmap_mode!r}")
     own = isinstance(file, (str, os.PathLike))
     f = open(file, "rb") if own else file
     try:

@@ -48,9 +48,13 @@ _EXPONENT = {
 def _finite_one(a: np.ndarray) -> bool:
     spec = _EXPONENT.get(a.dtype)
     if spec is None or not a.flags.c_contiguous:
-        if a.dtype.kind not in "fc" and a.dtype != _BF16:
+        if a.dtype.kind in "biu":
             return True  # integers and booleans are always finite
-        return bool(np.isfinite(a).all())
+        try:  # other floats: byte-swapped, ml_dtypes' bfloat16 and float8, complex, ...
+            return bool(np.isfinite(a).all())
+        except TypeError:
+            raise TypeError(f"all_finite: cannot test values of dtype {a.dtype!r} for inf "
+                            "and NaN") from None
     uint, mask = spec
     flat = a.reshape(-1).view(uint)
     buf = np.empty(min(flat.size, _CHUNK), uint)
@@ -423,6 +427,8 @@ class Adam(_Optimizer):
         self.beta2 = _check_rate("betas[1]", betas[1], name, upper=1.0)
         self.eps = _check_rate("eps", eps, name)
         self.weight_decay = _check_rate("weight_decay", weight_decay, name)
+        if decoupled is not None and not isinstance(decoupled, (bool, np.bool_)):
+            raise TypeError(f"{name}: decoupled must be True, False or None, got {decoupled!r}")
         self.decoupled = self._decoupled_default if decoupled is None else bool(decoupled)
         self.m = [np.zeros(p.shape, np.float32) for p in self.params]
         self.v = [np.zeros(p.shape, np.float32) for p in self.params]

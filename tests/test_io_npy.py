@@ -72,3 +72,19 @@ def test_savez_mixed_arrays(tmp_path):
     assert out["s"].shape == () and float(out["s"]) == 1.5
     with np.load(p) as plain:                  # plain NumPy reads it: the bits as uint16
         np.testing.assert_array_equal(plain["w"], ALL_BITS.reshape(16, 4096))
+
+
+def test_save_adds_the_extension_and_load_refuses_w_plus(tmp_path):
+    """As np.save/np.savez: a path without .npy/.npz gets it; mmap_mode='w+' would truncate the
+    file NumPy is asked to read, so load refuses it."""
+    x = np.array([1.5, -2.0], bfloat16)
+    io.save(tmp_path / "a", x)
+    io.savez(str(tmp_path / "b"), x=x)
+    np.save(tmp_path / "c", np.ones(2))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npz", "c.npy"]
+    assert io.load(tmp_path / "a.npy").tobytes() == x.tobytes()
+    assert io.load(tmp_path / "b.npz")["x"].tobytes() == x.tobytes()
+    with pytest.raises(ValueError, match="mmap_mode"):
+        io.load(tmp_path / "a.npy", mmap_mode="w+")
+    assert io.load(tmp_path / "a.npy").tobytes() == x.tobytes()        # still there
+    assert io.load(tmp_path / "a.npy", mmap_mode="r").tobytes() == x.tobytes()

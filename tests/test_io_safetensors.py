@@ -89,11 +89,14 @@ GOOD = {"a": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]},
     (make_file({"a": {"dtype": "BF16", "shape": [1.0], "data_offsets": [0, 2]}}, b"\0" * 2), "non-negative"),
     (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 0]}}, b"\0" * 2), "end before"),
     (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [0]}}, b"\0" * 2), "two non-negative"),
-    (make_file({"a": {"dtype": "BF16", "shape": [1]}}, b"\0" * 2), "exactly dtype"),
+    (make_file({"a": {"dtype": "BF16", "shape": [1]}}, b"\0" * 2), "must have dtype, shape and data_offsets"),
     (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]},
                 "b": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2), "overlaps"),
     (make_file({"a": {"dtype": "BF16", "shape": [1], "data_offsets": [2, 4]}}, b"\0" * 4), "gap at byte 0"),
-    (make_file({"a": {"dtype": "BF16", "shape": [2**62, 2**62], "data_offsets": [0, 2]}}, b"\0" * 2), "needs"),
+    (make_file({"a": {"dtype": "BF16", "shape": [2**62, 2**62], "data_offsets": [0, 2]}}, b"\0" * 2), "more elements"),
+    (make_file({"a": {"dtype": "BF16", "shape": [2**62, 2**62, 0], "data_offsets": [0, 0]}}, b""), "more elements"),
+    (make_file({"a": {"dtype": "BF16", "shape": [2**64, 0], "data_offsets": [0, 0]}}, b""), "more elements"),
+    (make_file({"\ud800": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2), "not valid Unicode"),
     (make_file({"__metadata__": {"k": 1}}, b""), "__metadata__"),
 ])
 def test_bad_files_raise_clear_errors(tmp_path, blob, msg):
@@ -112,6 +115,51 @@ def test_save_rejects_bad_input(tmp_path):
         io.save_safetensors({"__metadata__": np.ones(1, bfloat16)}, tmp_path / "x")
     with pytest.raises(TypeError, match="str to str"):
         io.save_safetensors({}, tmp_path / "x", metadata={"a": 1})
+    for meta in (["a"], "ab"):
+        with pytest.raises(TypeError, match="str to str"):
+            io.save_safetensors({}, tmp_path / "x", metadata=meta)
+
+
+def test_refused_tensor_leaves_the_file(tmp_path):
+    """Every tensor is checked before the file is opened: a refused one leaves an existing file
+    as it was (it was written up to the bad tensor, truncating the old one)."""
+    p = tmp_path / "good.safetensors"
+    io.save_safetensors({"w": np.ones(3, bfloat16)}, p)
+    before = p.read_bytes()
+    with pytest.raises(TypeError, match="no code"):
+        io.save_safetensors({"w": np.ones(3, bfloat16), "s": np.array(["x"])}, p)
+    assert p.read_bytes() == before
+
+
+def test_float8_tensors_of_ml_dtypes(tmp_path):
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
+    x = np.array([1.5, -448, 0.0], ml_dtypes.float8_e4m3fn)
+    y = np.array([[2.0, -0.5]], ml_dtypes.float8_e5m2)
+    p = tmp_path / "f8.safetensors"
+    io.save_safetensors({"x": x, "y": y, "w": np.ones(2, bfloat16)}, p)
+    out = io.load_safetensors(p)
+    assert out["x"].dtype == x.dtype and out["x"].tobytes() == x.tobytes()
+    assert out["y"].dtype == y.dtype and out["y"].shape == (1, 2) and out["y"].tobytes() == y.tobytes()
+    header = json.loads(p.read_bytes()[8:8 + struct.unpack("<Q", p.read_bytes()[:8])[0]])
+    assert header["x"]["dtype"] == "F8_E4M3" and header["y"]["dtype"] == "F8_E5M2"
+
+
+@pytest.mark.parametrize("header", [
+    b'  {"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}',                 # leading blanks
+    b'{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2],"extra":[1]}}',      # an extra key
+])
+def test_lenient_where_the_library_is(tmp_path, header):
+    """What the safetensors library itself accepts (serde's JSON: leading whitespace, unknown
+    keys in an entry ignored), read the same way; compared with the library where installed."""
+    header += b" " * (-(8 + len(header)) % 8)
+    blob = struct.pack("<Q", len(header)) + header + b"\x80\x3f"
+    out = io.load_safetensors(write(tmp_path, blob))
+    assert out["a"].astype(np.float32).tolist() == [1.0]
+    try:
+        import safetensors
+    except ImportError:
+        return
+    assert set(safetensors.deserialize(blob)[0][1]) >= {"dtype", "shape", "data"}
 
 
 # ---- fuzzing ------------------------------------------------------------------------------

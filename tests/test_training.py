@@ -91,6 +91,24 @@ class ReferenceScaler:
         return True
 
 
+def test_all_finite_other_float_types_and_byte_orders():
+    """Byte-swapped bfloat16 and other libraries' float types are tested for inf/NaN too (they
+    once counted as always finite, like integers); text and objects are refused."""
+    ours = np.array([1.0, np.nan], bfloat16)
+    assert not all_finite([ours.astype(ours.dtype.newbyteorder())])
+    assert all_finite([np.ones(2, bfloat16).astype(ours.dtype.newbyteorder())])
+    assert not all_finite([np.array([1.0, np.inf], ">f4")])
+    for bad in (np.array(["8"]), np.array([np.nan], object)):
+        with pytest.raises(TypeError, match="cannot test values of dtype"):
+            all_finite([bad])
+    scaler = LossScaler(4.0)
+    assert scaler.unscale([ours.astype(ours.dtype.newbyteorder())]) is None and scaler.scale == 2.0
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
+    for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e5m2):
+        assert not all_finite([np.array([1.0, np.inf], t)]), t
+        assert all_finite([np.array([1.0, 2.0], t)]), t
+
+
 @pytest.mark.parametrize("dynamic", [True, False])
 def test_loss_scaler_state_machine_against_a_reference_model(dynamic):
     rng = np.random.default_rng(1)
@@ -324,6 +342,8 @@ def test_optimizer_errors_name_the_argument():
         Adam(w, betas=(0.9, 1.5))
     with pytest.raises(TypeError, match="betas must be a pair"):
         Adam(w, betas=0.9)
+    with pytest.raises(TypeError, match="decoupled must be True, False or None"):
+        Adam(w, decoupled="yes")
     with pytest.raises(ValueError, match="rounding must be"):
         SGD([np.ones(3, bfloat16)], lr=0.1, rounding="toward_zero")
     with pytest.raises(ValueError, match="needs bfloat16 params"):
