@@ -87,9 +87,16 @@ def _sum_f32(x: da.Array, axis, keepdims: bool, split_every) -> da.Array:
 def _normalize_axis(axis, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (int, np.integer)):
+        axes = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
     out = []
     for ax in axes:
+        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
+            raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
         if not -ndim <= int(ax) < ndim:
             raise np.exceptions.AxisError(int(ax), ndim)
         out.append(int(ax) % ndim)

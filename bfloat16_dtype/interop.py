@@ -401,6 +401,6 @@ def from_jax(a) -> np.ndarray:
     """A bfloat16 array sharing a CPU JAX bfloat16 array's memory, read-only (JAX arrays are
     immutable; JAX's export does not flag that itself). ``np.asarray(a, dtype=bfloat16)``
     also works (a bit-copy cast from ml_dtypes' bfloat16)."""
-    out = from_dlpack(a)
+    out = from_dlpack(a).view()   # a view: a NumPy array passed in stays writable
     out.flags.writeable = False
     return out

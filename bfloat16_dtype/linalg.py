@@ -32,6 +32,30 @@ _BF16 = np.dtype(bfloat16)
 _OUT_DTYPES = (np.dtype(bfloat16), np.dtype(np.float32))
 
 
+_MAX_THREADS = 1024   # the kernel's own limit (csrc/matmul/gemm.c, default_num_threads)
+
+
+def _check_thread_env() -> None:
+    """An unusable BFLOAT16_DTYPE_NUM_THREADS is ignored by the kernel (it uses every CPU): say
+    so once, at import, rather than silently."""
+    import os
+    import warnings
+    text = os.environ.get("BFLOAT16_DTYPE_NUM_THREADS", "").strip()
+    if not text:
+        return
+    try:
+        ok = 1 <= int(text, 10) <= _MAX_THREADS
+    except ValueError:
+        ok = False
+    if not ok:
+        warnings.warn(f"BFLOAT16_DTYPE_NUM_THREADS={text!r} is not an integer in "
+                      f"[1, {_MAX_THREADS}]; the matmul uses every CPU instead",
+                      RuntimeWarning, stacklevel=2)
+
+
+_check_thread_env()
+
+
 def get_num_threads() -> int:
     """Threads the matmul kernel uses (default: ``BFLOAT16_DTYPE_NUM_THREADS`` or all CPUs)."""
     return _ext.get_num_threads()
@@ -41,14 +65,16 @@ def set_num_threads(n: int) -> None:
     """Set the threads the matmul kernel uses for later calls (``n >= 1``)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"set_num_threads: n must be an int, got {n!r}")
-    if not 1 <= int(n) <= 4096:
-        raise ValueError(f"set_num_threads: n must be in [1, 4096], got {n!r}")
+    if not 1 <= int(n) <= _MAX_THREADS:
+        raise ValueError(f"set_num_threads: n must be in [1, {_MAX_THREADS}], got {n!r}")
     _ext.set_num_threads(int(n))
 
 
 @contextlib.contextmanager
 def num_threads(n: int) -> Iterator[None]:
-    """Context manager: use ``n`` matmul threads inside the block."""
+    """Context manager: use ``n`` matmul threads inside the block. The setting is the
+    process's (as threadpoolctl's limits are): blocks in several Python threads at once set
+    the same count; leave each in the order entered."""
     old = get_num_threads()
     set_num_threads(n)
     try:

@@ -45,11 +45,14 @@ def _as_bf16_input(x: Any, name: str = "x") -> np.ndarray:
 
 
 def _finish(result: np.ndarray, out: Optional[np.ndarray]):
-    """Round a float32/float64 result to bfloat16 once; write into `out` if given."""
+    """Round a float32/float64 result to bfloat16 once; write into `out` if given (of the
+    result's shape, as NumPy's reductions require)."""
     if out is not None:
         if not isinstance(out, np.ndarray) or out.dtype != _BF16:
             raise TypeError(f"out must be a bfloat16 ndarray, got {type(out).__name__} "
                             f"with dtype {getattr(out, 'dtype', None)}")
+        if out.shape != np.shape(result):
+            raise ValueError(f"out has shape {out.shape}, expected {np.shape(result)}")
         np.copyto(out, np.asarray(result).astype(_BF16), casting="unsafe")
         return out
     r = np.asarray(result).astype(_BF16)
@@ -76,6 +79,8 @@ def round(x: Any, decimals: int = 0, out: Optional[np.ndarray] = None):
     except TypeError:
         raise TypeError(f"decimals must be an integer, got {decimals!r}") from None
     a = _as_bf16_input(x).astype(np.float64)
+    if d < -308:    # 10**-d overflows float64: every finite value rounds to a zero of its sign
+        return _finish(np.where(np.isfinite(a), np.copysign(0.0, a), a), out)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.round(a, d)
     # a value whose scaling overflows float64 has no digits to drop at that position
@@ -103,7 +108,7 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
     99840.0
     """
     a = _as_bf16_input(x)
-    return _finish(np.sum(a, axis=_axis(axis), dtype=np.float32, keepdims=keepdims,
+    return _finish(np.sum(a, axis=_axis(axis), dtype=_accumulator(a), keepdims=keepdims,
                           where=where, initial=initial), out)
 
 
@@ -120,7 +125,7 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
     2.328125
     """
     a = _as_bf16_input(x)
-    return _finish(np.mean(a, axis=_axis(axis), dtype=np.float32, keepdims=keepdims,
+    return _finish(np.mean(a, axis=_axis(axis), dtype=_accumulator(a), keepdims=keepdims,
                            where=where), out)
 
 
@@ -153,6 +158,12 @@ def std(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, wher
     a = _as_bf16_input(x)
     return _finish(np.std(a, axis=_axis(axis), dtype=np.float64, ddof=ddof,
                           keepdims=keepdims, where=where), out)
+
+
+def _accumulator(a: np.ndarray) -> type:
+    """float32 for bfloat16 and narrower input; float64 for wider (float64 input summed in
+    float32 would round twice, once to float32 and once to bfloat16)."""
+    return np.float64 if a.dtype.itemsize > 2 else np.float32
 
 
 def _axis(axis: Axis):

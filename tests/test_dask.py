@@ -105,6 +105,9 @@ def test_argument_errors():
         bfd.sum(x, out_dtype=np.float64)
     with pytest.raises(np.exceptions.AxisError):
         bfd.mean(x, axis=2)
+    for bad in ("0", True, 1.0, (0, "1")):                 # as NumPy's reductions refuse them
+        with pytest.raises(TypeError, match="axis must be"):
+            bfd.sum(x, axis=bad)
     assert np.isnan(float(bfd.mean(da.ones((0, 3), dtype=bfloat16, chunks=2)).compute()))
 
 

@@ -352,6 +352,8 @@ def test_jax_both_ways():
     y = interop.from_jax(a)
     assert y.dtype == np.dtype(bfloat16) and y.astype(np.float32).tolist() == [0, 1, 2, 3]
     assert y.ctypes.data == a.unsafe_buffer_pointer() and not y.flags.writeable
+    mine = np.ones(3, bfloat16)                     # a NumPy array handed over stays writable
+    assert not interop.from_jax(mine).flags.writeable and mine.flags.writeable
     z = np.asarray(a, dtype=bfloat16)       # through ml_dtypes' bfloat16 and the bit-copy cast
     assert z.dtype == np.dtype(bfloat16) and z.astype(np.float32).tolist() == [0, 1, 2, 3]
     del jax

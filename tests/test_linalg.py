@@ -784,7 +784,7 @@ def test_concurrent_python_threads(rng):
 
 @pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), ("2", TypeError),
                                      (2.0, TypeError), (None, TypeError), (True, TypeError),
-                                     (10 ** 6, ValueError)])
+                                     (10 ** 6, ValueError), (1025, ValueError)])
 def test_set_num_threads_validation(bad, exc):
     before = bd.get_num_threads()
     with pytest.raises(exc, match=repr(bad).replace("(", r"\(").replace(")", r"\)")):
@@ -833,6 +833,25 @@ def test_default_num_threads_from_environment(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=tmp_path).stdout
     assert out.strip() == "3"
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "abc", "2000"])
+def test_unusable_thread_environment_warns(tmp_path, value):
+    """An unusable BFLOAT16_DTYPE_NUM_THREADS is ignored by the kernel (every CPU is used), with
+    a RuntimeWarning at import instead of silently; 1024 is the most set_num_threads takes."""
+    code = ("import warnings, os; warnings.simplefilter('always')\n"
+            "import bfloat16_dtype as bd; print(bd.get_num_threads() == os.cpu_count())")
+    env = dict(os.environ, BFLOAT16_DTYPE_NUM_THREADS=value)
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=tmp_path)
+    assert res.stdout.strip() == "True"
+    assert "RuntimeWarning" in res.stderr and "BFLOAT16_DTYPE_NUM_THREADS" in res.stderr
+    before = bd.get_num_threads()
+    bd.set_num_threads(1024)
+    try:
+        assert bd.get_num_threads() == 1024
+    finally:
+        bd.set_num_threads(before)
 
 
 def test_dot_contiguous_and_strided_same_bits(rng):

@@ -254,6 +254,23 @@ def test_numerics_helpers_errors_and_out():
     out = np.zeros(2, bfloat16)
     assert numerics.sum(np.ones((3, 2), bfloat16), axis=0, out=out) is out
     np.testing.assert_array_equal(f32(out), [3, 3])
+    for bad in (np.zeros(5, bfloat16), np.zeros((), bfloat16)):   # broadcasting into out: refused
+        with pytest.raises(ValueError, match="out has shape"):
+            numerics.sum(np.ones((3, 2), bfloat16), axis=0, out=bad)
+    with pytest.raises(ValueError, match="out has shape"):
+        numerics.round([1.25], 1, out=np.zeros(3, bfloat16))
+
+
+def test_numerics_round_and_sum_of_wide_inputs_round_once():
+    """float64 input is summed in float64 (float32 would round it twice); decimals below -308,
+    where 10**-d overflows float64, round every finite value to a zero of its sign."""
+    x = [1.0, 2.0**-9, 2.0**-9, 2.0**-30]       # exact sum 1 + 2**-8 + 2**-30 -> 1.0078125
+    assert float(numerics.sum(x)) == 1.0078125 and float(np.sum(np.float32(x))) == 1.00390625
+    assert float(numerics.mean(np.array(x) * 4)) == 1.0078125
+    got = numerics.round(np.array([1.5, -1e38, np.inf, np.nan], bfloat16), -309)
+    assert f32(got)[:3].tolist() == [0.0, -0.0, np.inf] and np.signbit(f32(got)[1])
+    assert np.isnan(f32(got)[3])
+    np.testing.assert_array_equal(f32(numerics.round(np.array([1.5, 1e38], bfloat16), -400)), [0, 0])
 
 
 # ---- every layout and reduction option against the exact sum, rounded once -----------------
