@@ -292,18 +292,23 @@ class DLPackTensor:
 
 
 def _as_ours(x: np.ndarray, what: str) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{what} expects a numpy array, got {type(x).__name__}")
     if x.dtype == _DTYPE:
         return x
     if _ml_dtype is None and "ml_dtypes" in sys.modules:  # loaded past the import hook
         register_ml_dtypes()
     if _ml_dtype is not None and x.dtype == _ml_dtype:
         return x.view(_DTYPE)
+    if x.dtype.type is _ext.bfloat16:       # byte-swapped: DLPack has native order only (a copy)
+        return x.astype(_DTYPE)
     raise TypeError(f"{what} expects a bfloat16 array, got dtype {x.dtype!r} "
                     f"(type {x.dtype.type.__module__}.{x.dtype.type.__name__})")
 
 
 def to_dlpack(x: np.ndarray) -> DLPackTensor:
-    """Wrap a bfloat16 array (ours or ml_dtypes') for DLPack consumers, without copying.
+    """Wrap a bfloat16 array (ours or ml_dtypes') for DLPack consumers, without copying (a
+    byte-swapped array is copied to native order first: DLPack has no byte order).
 
     >>> import numpy as np, torch
     >>> t = torch.from_dlpack(to_dlpack(np.ones(3, bfloat16)))

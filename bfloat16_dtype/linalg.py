@@ -95,7 +95,7 @@ def _as_bf16(x, name: str) -> np.ndarray:
     if arr.dtype == _BF16:
         return arr
     if not _converts(arr.dtype):
-        raise TypeError(f"matmul: {name} must be a real numeric array, got dtype {arr.dtype!r}")
+        raise TypeError(f"matmul: {name} must be a real numeric array, got {arr.dtype!r}")
     with np.errstate(over="ignore"):
         return arr.astype(_BF16)
 

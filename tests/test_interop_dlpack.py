@@ -330,6 +330,18 @@ def test_to_torch_negative_strides_are_copied():
         assert t.data_ptr() == v.ctypes.data and t.float().numpy().tolist() == v.astype(np.float32).tolist()
 
 
+def test_byte_swapped_arrays_and_non_arrays():
+    """DLPack has native byte order only: a swapped bfloat16 array is exported as a native copy
+    (it was refused as "not bfloat16"); a non-array is refused naming its type."""
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    x = np.array([1.5, -2.0, 0.1], bfloat16)
+    swapped = x.astype(x.dtype.newbyteorder())
+    assert interop.to_torch(swapped).view(torch.int16).numpy().view(np.uint16).tolist() == \
+        x.view(np.uint16).tolist()
+    with pytest.raises(TypeError, match="expects a numpy array, got list"):
+        interop.to_torch([1.0, 2.0])
+
+
 def test_to_jax_any_strides():
     """JAX reads compact (possibly transposed) buffers only: other views are copied first."""
     pytest.importorskip("jax", reason="jax not installed (pip install jax)")
