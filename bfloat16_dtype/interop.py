@@ -139,7 +139,7 @@ def _register_zarr() -> None:
 
 
 def _register_numpy_ma() -> None:
-    """Give bfloat16 float16's fill values in ``numpy.ma`` (README, "Masked arrays").
+    """Give bfloat16 float16's fill values in ``numpy.ma`` (README, "Differences from float16").
 
     numpy.ma builds its extremum fill values from ``np.sctypeDict`` when it is imported, with
     ``finfo``'s largest finite values for every float type but its own (those get +-inf): a

@@ -308,7 +308,10 @@ static PyArray_DescrProto bf16_proto = {
     .elsize = 2,
     .alignment = 2,
     .subarray = NULL,
-    .fields = Py_None, /* as NumPy's builtins: np.dtype(bfloat16, copy=True) then copies (pickling relies on it) */
+    /* None, as NumPy's builtins have: np.dtype(bfloat16, False, True), which unpickling calls
+     * before __setstate__, then copies instead of returning (and changing) the one descriptor
+     * (tests/test_dropin.py::test_unpickling_a_swapped_dtype_leaves_the_native_one_alone) */
+    .fields = Py_None,
     .names = NULL,
     .f = &bf16_arrfuncs,
 };
