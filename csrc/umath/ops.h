@@ -8,6 +8,8 @@
 
 #include "bf16.h"
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace bf16ops {
 
@@ -44,9 +46,25 @@ static inline float py_fmod_div(float a, float b, float *mod_out)
 }
 
 /* ---- binary, float32 semantics ---- */
-struct Add { static float f(float a, float b) { return a + b; } };
+/* With NaN on both sides, the result is the first operand's NaN (quieted), as x86's and ARM's
+ * instructions give it for their first source: but a compiler may swap the operands of the
+ * commutative + and * (clang does), so a NaN first operand is returned explicitly (tested on
+ * its bits: no flag beyond the operation's own). The vector twins pin the order in asm
+ * (umath_tier_checks.py::test_two_nans_give_the_first_operands_every_layout). */
+static inline float first_nan_wins(float r, float a)
+{
+    uint32_t ua, ur;
+    std::memcpy(&ua, &a, 4);
+    std::memcpy(&ur, &r, 4);
+    /* on the bits, branch-free, so that the compiler's vector loops stay vector loops */
+    uint32_t a_is_nan = 0u - (uint32_t)((ua & 0x7fffffffu) > 0x7f800000u);
+    ur = (ur & ~a_is_nan) | ((ua | 0x00400000u) & a_is_nan);
+    std::memcpy(&r, &ur, 4);
+    return r;
+}
+struct Add { static float f(float a, float b) { return first_nan_wins(a + b, a); } };
 struct Subtract { static float f(float a, float b) { return a - b; } };
-struct Multiply { static float f(float a, float b) { return a * b; } };
+struct Multiply { static float f(float a, float b) { return first_nan_wins(a * b, a); } };
 struct Divide { static float f(float a, float b) { return a / b; } };
 struct Power { static float f(float a, float b) { return std::pow(a, b); } };
 struct FloorDivide {
