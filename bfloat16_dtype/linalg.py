@@ -199,14 +199,23 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
             B = B.copy()
 
     nbatch = math.prod(batch)
-    A3 = np.broadcast_to(A, batch + (M, K)).reshape((nbatch, M, K))
-    B3 = np.broadcast_to(B, batch + (K, N)).reshape((nbatch, K, N))
+    Ab = np.broadcast_to(A, batch + (M, K))
+    Bb = np.broadcast_to(B, batch + (K, N))
     # Write straight into `out` when it is a C-contiguous array of a dtype the kernel writes.
     direct = (out is not None and out.dtype == kernel_dtype and out.dtype.isnative and
               out.flags.c_contiguous and out.flags.writeable)
     R3 = out.reshape((nbatch, M, N)) if direct else np.empty((nbatch, M, N), kernel_dtype)
     if R3.size and K:
-        _ext._gemm(A3, B3, R3)
+        A3, B3 = _view_as(Ab, (nbatch, M, K)), _view_as(Bb, (nbatch, K, N))
+        if A3 is not None and B3 is not None:
+            _ext._gemm(A3, B3, R3)
+        else:
+            # batch dimensions that do not merge into one stride (broadcast in several of them):
+            # one call per leading index, on views, rather than copying the operands
+            # (tests/test_linalg.py::test_broadcast_batches_are_not_copied)
+            Rb = R3.reshape(batch + (M, N))
+            for idx in np.ndindex(*batch[:-1]):
+                _ext._gemm(Ab[idx], Bb[idx], Rb[idx])
     elif R3.size:
         R3[...] = 0
     if direct:
@@ -241,6 +250,15 @@ def _need_ndim(x, n: int, which: int, name: str, signature: str) -> np.ndarray:
         raise ValueError(f"{name}: Input operand {which} does not have enough dimensions (has "
                          f"{arr.ndim}, gufunc core with signature {signature} requires {n})")
     return arr
+
+
+def _view_as(x: np.ndarray, shape: tuple) -> Optional[np.ndarray]:
+    """`x` (batch..., rows, cols) with its batch dimensions merged into one, as a view, or None
+    where their strides do not line up (a reshape would copy)."""
+    lead = [(n, st) for n, st in zip(x.shape[:-2], x.strides[:-2]) if n != 1]
+    if any(st0 != st1 * n1 for (_, st0), (n1, st1) in zip(lead, lead[1:])):
+        return None
+    return x.reshape(shape)    # NumPy merges such dimensions without copying
 
 
 def matvec(a, v, *, out=None, out_dtype=None) -> np.ndarray:

@@ -984,3 +984,22 @@ def test_other_libraries_types_convert():
         want.astype(np.float32).tolist()
     with pytest.raises(TypeError, match="a must be a real numeric array"):
         bd.matmul(np.array([["x"]]), a[:1, :1])
+
+
+def test_broadcast_batches_are_not_copied(rng):
+    """Batches broadcast in several dimensions (which do not merge into one stride) run one
+    kernel call per leading index on views: same bits as the operator, no operand copies."""
+    import tracemalloc
+    a = rng.standard_normal((2, 1, 256, 256)).astype(bfloat16)
+    b = rng.standard_normal((1, 8, 256, 8)).astype(bfloat16)
+    want = a @ b                                      # NumPy's gufunc loop: views
+    tracemalloc.start()
+    got = bd.matmul(a, b, out_dtype=np.float32)       # the function's own path
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert got.shape == (2, 8, 256, 8)
+    assert np.array_equal(got.astype(bfloat16).view(np.uint16), want.view(np.uint16))
+    assert peak < got.nbytes + 64 * 1024, peak      # the result; a copy of a would add 2 MiB
+    out32 = np.empty((2, 8, 256, 8), np.float32)
+    assert bd.matmul(a, b, out=out32) is out32
+    assert np.array_equal(out32.astype(bfloat16).view(np.uint16), want.view(np.uint16))
