@@ -248,6 +248,15 @@ _NPY_MARK = "# bfloat16_dtype: bfloat16"
 _MAGIC = b"\x93NUMPY"
 
 
+def _with_suffix(file, suffix: str):
+    """A path without `suffix` gets it, as np.save/np.savez do; open files pass through."""
+    if not isinstance(file, (str, os.PathLike)):
+        return file
+    file = os.fspath(file)
+    end = suffix if isinstance(file, str) else suffix.encode()
+    return file if file.endswith(end) else file + end
+
+
 def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
     """Save an array to .npy; a bfloat16 array (ours or ml_dtypes') is stored as its uint16
     bits with a marker that :func:`load` reads. Other arrays are passed to ``np.save``."""
@@ -255,10 +264,7 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
     if not _is_bfloat16(arr.dtype):
         np.save(file, arr, allow_pickle=False)
         return
-    if isinstance(file, (str, os.PathLike)):
-        file = os.fspath(file)
-        if not file.endswith(".npy" if isinstance(file, str) else b".npy"):   # as np.save does
-            file += ".npy" if isinstance(file, str) else b".npy"
+    file = _with_suffix(file, ".npy")
     bits = _le_bits(arr)
     d = f"{{'descr': '<u2', 'fortran_order': False, 'shape': {tuple(bits.shape)!r}, }} {_NPY_MARK}"
     version, lenbytes = (1, 0), 2
@@ -279,10 +285,7 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
 def savez(file: "str | os.PathLike[str] | IO[bytes]", **arrays: np.ndarray) -> None:
     """Save several arrays to an uncompressed .npz (``np.load`` reads it); each bfloat16 array
     is stored as by :func:`save`, so :func:`load` gives them back as bfloat16."""
-    if isinstance(file, (str, os.PathLike)):
-        file = os.fspath(file)
-        if not file.endswith(".npz" if isinstance(file, str) else b".npz"):   # as np.savez does
-            file += ".npz" if isinstance(file, str) else b".npz"
+    file = _with_suffix(file, ".npz")
     with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, arr in arrays.items():
             with zf.open(f"{name}.npy", "w", force_zip64=True) as member:

@@ -569,16 +569,23 @@ bf16_scalar_is_integer(PyObject *self, PyObject *Py_UNUSED(ignored))
     return PyBool_FromLong(isfinite(d) && floor(d) == d);
 }
 
+/* A method of the value as a Python float (exact), called without arguments. */
 static PyObject *
-bf16_scalar_as_integer_ratio(PyObject *self, PyObject *Py_UNUSED(ignored))
+float_method(PyObject *self, const char *name)
 {
     PyObject *f = bf16_scalar_float(self);
     if (f == NULL) {
         return NULL;
     }
-    PyObject *r = PyObject_CallMethod(f, "as_integer_ratio", NULL);
+    PyObject *r = PyObject_CallMethod(f, name, NULL);
     Py_DECREF(f);
     return r;
+}
+
+static PyObject *
+bf16_scalar_as_integer_ratio(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return float_method(self, "as_integer_ratio");
 }
 
 static PyObject *
@@ -640,13 +647,7 @@ bf16_scalar_round(PyObject *self, PyObject *args)
         return NULL;
     }
     if (ndigits == Py_None) {
-        PyObject *f = bf16_scalar_float(self);
-        if (f == NULL) {
-            return NULL;
-        }
-        PyObject *r = PyObject_CallMethod(f, "__round__", NULL);
-        Py_DECREF(f);
-        return r;
+        return float_method(self, "__round__");
     }
     PyObject *mod = PyImport_ImportModule("bfloat16_dtype.numerics");
     if (mod == NULL) {
