@@ -67,8 +67,14 @@ def build_convert(ctx: Context) -> Section:
         def traffic64(c, n=n):
             return n * (8 + c.itemsize())
 
+        def to_f32_strided(c, n=n):  # every other element: a[::2]
+            src = c.from_f32(ctx.uniform_f32(2 * n))[::2]
+            dst = c.empty_f32(n)
+            return lambda: c.cast_into(dst, src)
+
         for op, setup, work in (("float32 → dtype", to_dtype, traffic), ("dtype → float32", to_f32, traffic),
-                                ("float64 → dtype", from_f64, traffic64)):
+                                ("float64 → dtype", from_f64, traffic64),
+                                ("dtype[::2] → float32", to_f32_strided, traffic)):
             section.add(
                 f"{op} {size}",
                 lambda op=op, setup=setup, size=size, traffic=work: speed_row(
@@ -84,7 +90,7 @@ def build_elementwise(ctx: Context) -> Section:
         title="Elementwise ufuncs (into preallocated out=)",
         note=(
             "Time per call of `np.add(a, b, out=c)`, `np.multiply(a, b, out=c)`, "
-            "`np.exp/log/tanh(a, out=c)` "
+            "`np.exp/log/tanh(a, out=c)`, and `np.add(a[::2], b[::2], out=c)` (\"stride 2\") "
             "(torch: `torch.add/mul/exp/log/tanh(..., out=c)`) on arrays of the contender's dtype, and GB/s "
             "of traffic (inputs + output). "
             f"bfloat16_dtype's ufunc loops ran at the `{ufunc_tier()}` tier "
@@ -118,6 +124,22 @@ def build_elementwise(ctx: Context) -> Section:
                     ctx, section, name, size, setup, work=traffic
                 ),
             )
+
+        def strided(c, n=n):  # a[::2] + b[::2]: every other element of each input
+            a = c.from_f32(ctx.uniform_f32(2 * n, 0))[::2]
+            b = c.from_f32(ctx.uniform_f32(2 * n, 1))[::2]
+            out = c.empty(n)
+            return lambda: c.add(a, b, out)
+
+        def strided_traffic(c, n=n):
+            return n * c.itemsize() * 3
+
+        section.add(
+            f"add, stride 2 {size}",
+            lambda setup=strided, size=size, traffic=strided_traffic: speed_row(
+                ctx, section, "add, stride 2", size, setup, work=traffic
+            ),
+        )
     return section
 
 

@@ -124,7 +124,7 @@ def register_ml_dtypes() -> bool:
 _ML_NARROW_TYPES = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
                     "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
                     "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
-                    "int2", "int4", "uint2", "uint4")
+                    "int1", "int2", "int4", "uint1", "uint2", "uint4", "complex32", "bcomplex32")
 
 
 def ml_dtypes_registered() -> bool:

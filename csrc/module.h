@@ -55,6 +55,10 @@ int init_casts(PyObject *module);
 int init_ufuncs(PyObject *module);
 int init_matmul(PyObject *module);
 int init_rounding(PyObject *module); /* rounding.c: conversions in a rounding mode */
+/* umath/reduce_acc.cpp: a cast copied n elements src -> dst (either side bfloat16 or not);
+ * tells the float32-accumulating reduction in flight on this thread. No GIL needed. */
+void bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_intp ds,
+                         int dst_bf16, npy_intp n);
 
 #ifdef __cplusplus
 }

@@ -282,8 +282,11 @@ convert_object(PyObject *obj, bf16_t *out)
                      "number, not a %.100s", Py_TYPE(obj)->tp_name);
         return -1;
     }
-    /* Anything with __float__ / __index__ (e.g. fractions.Fraction, decimal.Decimal). */
-    if (PyIndex_Check(obj)) {
+    /* Anything with __float__ / __index__ (e.g. fractions.Fraction, decimal.Decimal):
+     * __float__ first, as float() and np.float16 take it (a float tensor's __index__ raises);
+     * __index__ alone converts exactly (tests/test_scalar.py::test_float_before_index) */
+    PyNumberMethods *nb = Py_TYPE(obj)->tp_as_number;
+    if (PyIndex_Check(obj) && (nb == NULL || nb->nb_float == NULL)) {
         return bf16_from_index(obj, out);
     }
     PyObject *f = PyNumber_Float(obj);
@@ -833,7 +836,11 @@ bf16_guarded_power(PyObject *a, PyObject *b, PyObject *mod)
         if (fast_pair(a, b, &x, &y)) {                                                 \
             float r = (EXPR);                                                          \
             bf16_t h = f32_to_bf16(r);                                                 \
-            if (bf16_isfinite(h)) {                                                    \
+            /* a normal result, or zero from a zero operand: no IEEE flag to report;    \
+             * the rest (overflow, underflow, NaN) through the array loops              \
+             * (tests/test_scalar.py::test_scalar_underflow_warns_like_the_array_loops) */ \
+            int normal = (h & 0x7f80u) != 0 && (h & 0x7f80u) != 0x7f80u;               \
+            if (normal || (r == 0.0f && (x == 0.0f || y == 0.0f))) {                   \
                 return bf16_scalar_from_bits(h);                                       \
             }                                                                          \
         }                                                                              \

@@ -324,6 +324,28 @@ def test_nan_inf_and_out_of_range_to_int_like_float16(t):
         assert got_big.tolist() == want_big.tolist()
 
 
+@pytest.mark.parametrize("t", [np.int64, np.uint32, np.int32, np.uint64])
+def test_values_from_2_63_to_2_64_to_ints_like_float32(t):
+    """[2^63, 2^64) fits uint64 alone: int64 gives INT64_MIN and uint32 0 (INT64_MIN's low
+    bits), each with "invalid value", as float32's scalar cast of the same exact values does
+    (they once wrapped silently); uint64 converts exactly."""
+    bits = np.arange(0x5F00, 0x5F80, dtype=np.uint16)        # [2^63, 2^64)
+    x = bits.view(bfloat16)
+    exact = [int(v) for v in exact_f32(bits).astype(np.float64)]
+    if t is np.uint64:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert x.astype(t).tolist() == exact
+        return
+    want = {np.int64: -2**63, np.int32: -2**31, np.uint32: 0}[t]
+    with pytest.warns(RuntimeWarning, match="invalid value"):
+        got = x.astype(t)
+    assert got.tolist() == [want] * len(exact)
+    for v in x[::16]:  # the scalar cast of the same values, element by element
+        with pytest.warns(RuntimeWarning, match="invalid value"):
+            assert np.array([v], bfloat16).astype(t)[0] == want
+
+
 def test_bf16_to_object_gives_scalars(all_bits, all_values):
     objs = all_values.astype(object)
     assert objs.dtype == object
@@ -572,6 +594,75 @@ def test_non_contiguous(all_bits):
     np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint16), reference_round(f))
 
 
+def _layouts(a):
+    """The values of 1-D `a` in other memory layouts: (name, array) pairs."""
+    swapped = a.astype(a.dtype.newbyteorder())
+    raw = np.zeros(a.nbytes + 1, np.uint8)
+    unaligned = raw[1:].view(a.dtype)
+    unaligned[...] = a
+    padded = np.zeros((a.size, 3), a.dtype)
+    padded[:, 1] = a
+    rev = a[::-1].copy()[::-1]
+    fortran = np.asfortranarray(a.reshape(256, -1))  # 2-D, Fortran order
+    return [("contiguous", a), ("byteswapped", swapped), ("unaligned", unaligned),
+            ("strided", padded[:, 1]), ("reversed", rev), ("fortran", fortran)]
+
+
+def _casts_in_every_layout(src, to):
+    """src.astype(to) computed from every layout of src and into every layout of the output,
+    each with the warnings it gave; all must match the contiguous cast."""
+    with warnings.catch_warnings(record=True) as w0:
+        warnings.simplefilter("always")
+        want = src.astype(to)
+    want_w = sorted(str(w.message) for w in w0)
+    for name, x in _layouts(src):
+        for out_name, out in _layouts(np.zeros(src.size, to)):
+            if x.ndim != out.ndim:
+                continue
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                np.copyto(out, x, casting="unsafe")
+            assert sorted(str(m.message) for m in w) == want_w, (name, out_name)
+            native = out.astype(out.dtype.newbyteorder("=")).ravel()
+            np.testing.assert_array_equal(native.view(f"u{out.itemsize}"),
+                                          want.view(f"u{want.itemsize}"),
+                                          err_msg=f"{name} -> {out_name}")
+    return want
+
+
+def test_float_casts_every_layout(all_bits):
+    """float32/float64 <-> bfloat16 are strided ArrayMethods: every input layout (byte-swapped,
+    unaligned, strided, reversed, Fortran through a transpose) into every output layout gives the
+    contiguous cast's bits and warnings; bfloat16 -> float32 is the exact widening and
+    float32 -> bfloat16 the reference rounding (with float32 ties, overflow and NaNs)."""
+    got = _casts_in_every_layout(all_bits.view(bfloat16), np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), exact_f32(all_bits).view(np.uint32))
+    got64 = _casts_in_every_layout(all_bits.view(bfloat16), np.float64)
+    with np.errstate(invalid="ignore"):  # signalling NaNs come back quiet from float64
+        np.testing.assert_array_equal(got64.astype(np.float32), exact_f32(all_bits))
+    rng = np.random.default_rng(7)
+    f = rng.integers(0, 2**32, 2**16, dtype=np.uint64).astype(np.uint32)
+    f[:4096] = (f[:4096] & 0xFFFF0000) | 0x8000  # ties
+    f[4096:4100] = [0x7F7FFFFF, 0xFF7FFFFF, 0x7FC00001, 0xFF800001]  # overflow, NaNs
+    f32 = f.view(np.float32)
+    with np.errstate(over="warn"):
+        got = _casts_in_every_layout(f32, bfloat16)
+        np.testing.assert_array_equal(got.view(np.uint16), reference_round(f32))
+        got = _casts_in_every_layout(f32.astype(np.float64), bfloat16)
+        np.testing.assert_array_equal(got.view(np.uint16), reference_round(f32))
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        np.full(8, 3.4e38, np.float32)[::2].astype(bfloat16)
+
+
+def test_float_cast_levels_and_no_gil_needed():
+    for t in (np.float32, np.float64):
+        for level in ("no", "equiv", "safe", "same_kind", "unsafe"):
+            assert np.can_cast(BF, t, level) == np.can_cast(np.float16, t, level), (t, level)
+            assert np.can_cast(t, BF, level) == np.can_cast(t, np.float16, level), (t, level)
+        assert np.can_cast(BF.newbyteorder(), np.dtype(t).newbyteorder(), "safe")
+        assert not np.can_cast(np.dtype(t).newbyteorder(), BF, "safe")
+
+
 def test_bytes_with_trailing_zeros_parse_in_full():
     """Regression: trailing '0' characters were once stripped with the NUL padding (b'10' -> 1)."""
     arr = np.array([b"10", b"100", b"2.50", b"1e10", b"0"], dtype="S8")
@@ -625,8 +716,8 @@ def _int_cast_reference(t):
                 r = int(v)
             else:
                 r, bad = -2**31, True
-        elif -2.0**63 <= v < 2.0**63 or 0 <= v < 2.0**64:
-            r = int(v)
+        elif -2.0**63 <= v < 2.0**63 or (size == 8 and not signed and 0 <= v < 2.0**64):
+            r = int(v)  # [2^63, 2^64) for uint64 alone (float32's casts)
         else:
             bad = True
             r = 0 if (v > 0 and size == 8 and not signed) else -2**63

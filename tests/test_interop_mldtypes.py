@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -192,23 +193,55 @@ def test_import_hook_with_a_finder_that_asks_sys_meta_path_again():
     assert _run(code) == "ok"
 
 
-@pytest.mark.parametrize("name", interop._ML_NARROW_TYPES)
+# Every scalar type the installed ml_dtypes exports besides bfloat16, read from the module itself
+# (not from interop's list, so a type missing there fails here).
+ML_OTHER_TYPES = sorted(name for name in dir(ml_dtypes)
+                        if isinstance(getattr(ml_dtypes, name), type)
+                        and issubclass(getattr(ml_dtypes, name), np.generic) and name != "bfloat16")
+
+
+def test_every_other_ml_dtypes_type_is_listed():
+    assert set(ML_OTHER_TYPES) <= set(interop._ML_NARROW_TYPES)
+
+
+@pytest.mark.parametrize("name", ML_OTHER_TYPES)
 def test_narrow_formats_cast_through_float32(name):
-    """ml_dtypes' float8/float6/float4 and small integers cast with our bfloat16 both ways, bit
-    for bit as with ml_dtypes' own bfloat16 (every bfloat16 pattern out, every byte in), with the
-    same casting levels."""
-    t = getattr(ml_dtypes, name, None)
-    if t is None:
-        pytest.skip(f"ml_dtypes {ml_dtypes.__version__} has no {name}")
-    with np.errstate(all="ignore"):
+    """ml_dtypes' float8/float6/float4, small integers and 2 x 16-bit complex types cast with our
+    bfloat16 both ways, bit for bit as with ml_dtypes' own bfloat16 (every bfloat16 pattern out,
+    every byte pattern (or a sample of them) in), with the same casting levels and warnings."""
+    t = np.dtype(getattr(ml_dtypes, name))
+    with np.errstate(all="ignore"), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
         ours = ALL_BITS.view(bfloat16).astype(t)
         theirs = ALL_BITS.view(ml_dtypes.bfloat16).astype(t)
         np.testing.assert_array_equal(ours.view(np.uint8), theirs.view(np.uint8))
-        narrow = np.arange(256, dtype=np.uint16).astype(np.uint8).view(t)
-        np.testing.assert_array_equal(narrow.astype(bfloat16).view(np.uint16),
-                                      narrow.astype(ml_dtypes.bfloat16).view(np.uint16))
+        if t.itemsize == 1:
+            narrow = np.arange(256, dtype=np.uint16).astype(np.uint8).view(t)
+        else:  # complex32/bcomplex32: every 16-bit real part, random imaginary parts
+            raw = np.random.default_rng(0).integers(0, 65536, 2 * 65536).astype(np.uint16)
+            raw[::2] = ALL_BITS
+            narrow = raw.view(t)
+        got = narrow.astype(bfloat16).view(np.uint16)
+        want = narrow.astype(ml_dtypes.bfloat16).view(np.uint16)
+        if t.itemsize > 1:
+            # NaN real parts keep their payload (as from complex64); ml_dtypes gives the quiet
+            # NaN of the same sign
+            nan = (want & 0x7FFF) > 0x7F80
+            assert np.array_equal(nan, (got & 0x7FFF) > 0x7F80) and nan.any()
+            assert np.array_equal(got[nan] >> 15, want[nan] >> 15)
+            got, want = got[~nan], want[~nan]
+        np.testing.assert_array_equal(got, want)
         strided = ALL_BITS[::3].view(bfloat16)[::-1].astype(t)             # any layout
-        np.testing.assert_array_equal(strided.view(np.uint8), theirs[::3][::-1].view(np.uint8))
+        np.testing.assert_array_equal(strided.view(np.uint8),
+                                      np.ascontiguousarray(theirs[::3][::-1]).view(np.uint8))
+    kinds = lambda ws: sorted({w.category.__name__ for w in ws})
+    with warnings.catch_warnings(record=True) as ours_w:
+        warnings.simplefilter("always")
+        np.ones(2, t).astype(bfloat16)
+    with warnings.catch_warnings(record=True) as theirs_w:
+        warnings.simplefilter("always")
+        np.ones(2, t).astype(ml_dtypes.bfloat16)
+    assert kinds(ours_w) == kinds(theirs_w)  # ComplexWarning from the complex types
     for level in ("safe", "same_kind", "unsafe"):
         assert np.can_cast(bfloat16, t, level) == np.can_cast(ml_dtypes.bfloat16, t, level), level
         assert np.can_cast(t, bfloat16, level) == np.can_cast(t, ml_dtypes.bfloat16, level), level

@@ -351,6 +351,47 @@ def test_sum_rounds_once_every_layout_and_option(axis):
                 np.testing.assert_array_equal(f32(holder[..., -2::-2]), 7.0)
 
 
+def _buffered_outputs(shape):
+    """Outputs NumPy must buffer in a reduction (name, out, dtype= to pass): byte-swapped,
+    unaligned, and other dtypes with dtype=bfloat16."""
+    swapped = np.zeros(shape, BF16.newbyteorder())
+    raw = np.zeros(2 * int(np.prod(shape)) + 1, np.uint8)
+    unaligned = raw[1:].view(BF16).reshape(shape)
+    assert not unaligned.flags.aligned
+    return [("swapped", swapped, None), ("unaligned", unaligned, None),
+            ("float32", np.zeros(shape, np.float32), bfloat16),
+            ("float64", np.zeros(shape, np.float64), bfloat16)]
+
+
+@pytest.mark.parametrize("shape, axis", [((300, 10000), 0), ((60, 50, 200), (0, 2)),
+                                         ((5, 9000, 3), (0, 2)), ((40, 20000), 0)])
+def test_reductions_into_buffered_outputs_accumulate_in_float32(shape, axis):
+    """An outer-axis sum or product into an output NumPy buffers (more outputs than its
+    8192-element buffer, so one buffer address holds several outputs in turn) gives the bits of
+    the same reduction into a plain bfloat16 output (float32 accumulation, one rounding): once
+    gave 256 and 260 for sums of 1000 ones (tests the casts' bf16_reduction_cast bookkeeping)."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.5, 2.0, shape).astype(bfloat16)
+    ones = np.ones(shape, bfloat16)
+    near_one = np.full(shape, 1.0078125, bfloat16)
+    for ufunc, data in ((np.add, x), (np.add, ones), (np.multiply, near_one)):
+        plain = ufunc.reduce(data, axis=axis)
+        if ufunc is np.add:  # the plain output against float64 math, rounded once
+            assert ulps(plain, np.sum(data.astype(np.float64), axis=axis)) <= 1
+        for name, out, dtype in _buffered_outputs(plain.shape):
+            got = ufunc.reduce(data, axis=axis, out=out, dtype=dtype)
+            assert got is out
+            np.testing.assert_array_equal(f32(out), f32(plain), err_msg=f"{ufunc.__name__} {name}")
+    # the same through np.sum / np.mean with out= of another type
+    out = np.zeros(x.sum(axis=axis).shape, np.float32)
+    np.mean(x, axis=axis, dtype=bfloat16, out=out)  # the rounded sum, divided in float32
+    count = np.float32(x.size // out.size)
+    np.testing.assert_array_equal(out, f32(x.sum(axis=axis)) / count)
+    ints = np.zeros(out.shape, np.int32)
+    ones.sum(axis=axis, dtype=bfloat16, out=ints)
+    np.testing.assert_array_equal(ints, f32(ones.sum(axis=axis)).astype(np.int32))
+
+
 @pytest.mark.parametrize("n", [1, 7, PROBE_SLOTS - 1, PROBE_SLOTS, PROBE_SLOTS + 1, 10000])
 def test_elementwise_in_place_add_multiply_round_each_element_once(n):
     """a += b and a *= b (in place, so through the loop's shadow up to PROBE_SLOTS elements)

@@ -532,6 +532,54 @@ def test_scalar_fast_path_keeps_numpy_warnings():
         bfloat16(np.inf) - bfloat16(np.inf)
 
 
+def _warnings_of(f):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with np.errstate(all="warn"):
+            r = f()
+    return sorted(str(w.message).split(" encountered")[0] for w in seen), r
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "true_divide"])
+def test_scalar_underflow_warns_like_the_array_loops(op):
+    """Scalar +, -, * and / raise what the array loops raise on the same values (the fast path
+    once returned tiny and subnormal results without reporting float32's underflow)."""
+    f = getattr(operator, {"true_divide": "truediv", "subtract": "sub", "multiply": "mul"}.get(op, op))
+    values = [1e-25, -1e-25, 2.0**-126, 2.0**-130, 3e-39, 1.0, 1.5, 2.0**8, 2.0**100, 0.0, -0.0]
+    for a in values:
+        for b in values:
+            x, y = bfloat16(a), bfloat16(b)
+            got, r = _warnings_of(lambda: f(x, y))
+            want, ra = _warnings_of(lambda: getattr(np, op)(np.array([a], bfloat16),
+                                                            np.array([b], bfloat16)))
+            assert got == want, (op, a, b)
+            assert np.asarray(r).view(np.uint16) == ra.view(np.uint16)[0], (op, a, b)
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError, match="underflow"):
+        bfloat16(1e-25) * bfloat16(1e-25)
+
+
+def test_float_before_index():
+    """An object with both __float__ and __index__ converts through __float__, as float() and
+    np.float16 do; with __index__ alone, exactly (one rounding of the integer)."""
+    class Both:
+        def __index__(self):
+            return 7
+
+        def __float__(self):
+            return 7.5
+
+    class IndexOnly:
+        def __index__(self):
+            return 2**64 + 2**56 + 1  # float() would round it to 2**64 + 2**56 first
+
+    for make in (bfloat16, lambda v: np.array([v], bfloat16)[0],
+                 lambda v: np.array([v], object).astype(bfloat16)[0]):
+        assert float(make(Both())) == float(np.float16(Both())) == 7.5
+        assert float(make(IndexOnly())) == 2.0**64 + 2.0**57
+    torch = pytest.importorskip("torch")
+    assert float(bfloat16(torch.tensor(1.5))) == float(np.float16(torch.tensor(1.5))) == 1.5
+
+
 class _Opaque:
     """An object NumPy knows nothing about (it becomes a 0-d object array)."""
 

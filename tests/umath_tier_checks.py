@@ -79,6 +79,11 @@ SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 100.0, -100.0, 8
             -np.nan, 2.0**-126, 1.4921875 * 2.0**127, 1.5 * 2.0**127]  # log: ends of its clamp
 
 
+def is_snan_bits(b):
+    b = np.asarray(b, np.uint16)
+    return ((b & 0x7FFF) > 0x7F80) & ((b & 0x0040) == 0)
+
+
 def warning_kinds(f, x):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -191,6 +196,90 @@ def test_binary_every_layout(name):
             check(x, a_bits, b_bits, "in place")
 
 
+LOGICAL = ["logical_and", "logical_or", "logical_xor"]
+
+
+def scalar_loop(f, *args, out_dtype):
+    """f(*args) by the scalar (functor) loop: strided calls of 8 elements (strided calls of 16
+    or more run on gathered blocks, loops.h try_strided_blocks). 0-d args are broadcast."""
+    n = max(np.size(a) for a in args)
+    spread = []
+    for a in args:
+        if np.ndim(a) == 0:
+            spread.append(a)
+        else:
+            wide = np.zeros(2 * n, a.dtype)
+            wide[::2] = a
+            spread.append(wide[::2])
+    out = np.zeros(n, out_dtype)
+    for i in range(0, n, 8):
+        out[i:i + 8] = f(*[a if np.ndim(a) == 0 else a[i:i + 8] for a in spread])
+    return out
+
+
+@pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS + LOGICAL)
+def test_strided_binary_loops_match_the_scalar_loop(name):
+    """Strided calls (gathered into blocks for the contiguous loops) give the scalar loop's
+    bits, in every layout that reaches them: strides of 2, 3 and -1 elements, a broadcast value
+    on either side, a strided output, lengths around the 512-element block, the exact in-place
+    alias (x[::2] += y[::2], and a reduction over an outer axis); and the overlapping calls that
+    must stay element by element (accumulate) do."""
+    f = getattr(np, name)
+    rng = np.random.default_rng(11)
+    n = 3000
+    a_bits = rng.choice(A_BITS, n)
+    b_bits = rng.choice(B_BITS, n)
+    if name in ("maximum", "minimum", "fmax", "fmin"):
+        a_bits, b_bits = quiet(a_bits), quiet(b_bits)
+    a, b = a_bits.view(BF16), b_bits.view(BF16)
+    out_dtype = np.bool_ if name in COMPARISONS + LOGICAL else BF16
+
+    def same(got, want, what):
+        got, want = np.ascontiguousarray(got), np.ascontiguousarray(want)
+        if out_dtype is BF16:
+            assert_same_bits(got.view(np.uint16), want.view(np.uint16), f"{name} {what}")
+        else:
+            assert np.array_equal(got, want), f"{name} {what}"
+
+    with np.errstate(all="ignore"):
+        wide_a, wide_b = np.zeros(3 * n, BF16), np.zeros(3 * n, BF16)
+        wide_a[::3], wide_b[::3] = a, b
+        ref = scalar_loop(f, a, b, out_dtype=out_dtype)
+        if out_dtype is BF16:  # the scalar loop itself against float32's rounded result
+            want = binary_reference(name, a_bits, b_bits)
+            assert_same_bits(ref.view(np.uint16), want, f"{name} scalar loop")
+        for m in (16, 17, 511, 512, 513, 1500, n):
+            same(f(wide_a[:3 * m:3], wide_b[:3 * m:3]), ref[:m], f"stride 3, {m}")
+        doubled = np.zeros(2 * n, BF16)
+        doubled[::2] = a
+        same(f(doubled[::2], b), ref, "stride 2 and contiguous")
+        same(f(a[::-1], b[::-1]), ref[::-1], "reversed")
+        out = np.zeros(4 * n, out_dtype)
+        f(wide_a[::3], wide_b[::3], out=out[::4])
+        same(out[::4], ref, "strided output")
+        for s_bits in (0x3F80, 0x0000, 0x7FC0, 0xFF80, 0x0001):
+            s = np.array(s_bits, np.uint16).view(BF16)[()]
+            same(f(wide_a[::3], s), scalar_loop(f, a, s, out_dtype=out_dtype), f"scalar {s_bits:#x}")
+            same(f(s, wide_b[::3]), scalar_loop(f, s, b, out_dtype=out_dtype), f"{s_bits:#x} array")
+        if out_dtype is BF16:
+            x = wide_a.copy()
+            f(x[::3], wide_b[::3], out=x[::3])  # the same address and stride
+            same(x[::3], ref, "in place")
+            rows = np.zeros((6, 2 * n), BF16)
+            rows[:, ::2] = rng.choice(quiet(A_BITS), (6, n)).view(BF16)
+            acc = rows[0, ::2].copy()
+            for r in rows[1:, ::2]:
+                acc = scalar_loop(f, acc, r, out_dtype=BF16)
+            if name in ("maximum", "minimum", "fmax", "fmin"):  # (add: a float32 shadow)
+                same(f.reduce(rows[:, ::2], axis=0), acc, "outer-axis reduction")
+            # accumulate: each output is the next call's input, one element at a time
+            seq = np.empty(40, BF16)
+            seq[0] = wide_a[0]
+            for i in range(1, 40):
+                seq[i:i + 1] = scalar_loop(f, seq[i - 1:i], wide_a[3 * i:3 * i + 1], out_dtype=BF16)
+            same(f.accumulate(wide_a[:120:3]), seq, "accumulate")
+
+
 def test_overflow_warns_in_vector_loops_only_when_a_finite_result_rounds_to_inf():
     big = np.full(100, 3e38, BF16)
     with warnings.catch_warnings():
@@ -295,29 +384,35 @@ def test_reciprocal_warnings_per_input():
 
 @pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
 def test_binary_warnings_same_in_vector_and_scalar_loops(name):
-    """Array-scalar and array-array calls of every tail length raise the warnings of the
-    strided loop: the lanes past the end of a short vector must not raise any (1 / 0)."""
+    """Array-scalar and array-array calls of every tail length, contiguous and strided (blocks
+    gathered for the contiguous loop), raise the warnings of one element in the scalar loop (a
+    strided call of one element): the lanes past the end of a short vector must not raise any
+    (1 / 0)."""
     f = getattr(np, name)
     for fill in (0.0, np.inf, np.nan, 1.0):
         for other in (0.0, -0.0, np.inf, 2.0):
+            s = np.array(other, BF16)
+            one = np.array([fill, 0], BF16)[::2]
+            want_xs = warning_kinds(lambda a: f(*a), (one, s))
+            want_sx = warning_kinds(lambda a: f(*a), (s, one))
+            assert warning_kinds(lambda a: f(*a), (one, np.array([other, 0], BF16)[::2])) == want_xs
             for n in LENGTHS[:12]:
                 x = np.full(n, fill, BF16)
-                s = np.array(other, BF16)
                 spread = np.zeros(2 * n, BF16)
                 spread[::2] = x
-                for args, strided in (((x, s), (spread[::2], s)), ((s, x), (s, spread[::2])),
-                                      ((x, np.full(n, other, BF16)),
-                                       (spread[::2], np.full(n, other, BF16)))):
-                    assert warning_kinds(lambda a: f(*a), args) == \
-                        warning_kinds(lambda a: f(*a), strided), (name, fill, other, n)
+                y = np.full(n, other, BF16)
+                for args, want in (((x, s), want_xs), ((s, x), want_sx), ((x, y), want_xs),
+                                   ((spread[::2], s), want_xs), ((s, spread[::2]), want_sx),
+                                   ((spread[::2], y), want_xs)):
+                    assert warning_kinds(lambda a: f(*a), args) == want, (name, fill, other, n)
 
 
 @pytest.mark.parametrize("name", BINARY_F32 + COMPARISONS)
 def test_signalling_nan_warns_in_every_lane(name):
     """A signalling NaN (0x7F81) in any lane of a 70-element array-array or array-scalar
-    call, as either operand, raises what the strided loop raises for it ("invalid": IEEE
-    comparisons and arithmetic signal on it); a quiet NaN (0x7FC0) in the same lane raises
-    nothing."""
+    call, contiguous or strided, as either operand, raises what the scalar loop raises for it
+    alone ("invalid": IEEE comparisons and arithmetic signal on it); a quiet NaN (0x7FC0) in
+    the same lane raises nothing."""
     f = getattr(np, name)
     for nan_bits in (0x7F81, 0x7FC0):
         for pos in range(70):
@@ -327,11 +422,13 @@ def test_signalling_nan_warns_in_every_lane(name):
             s = np.array(0.75, BF16)
             spread = np.zeros(140, BF16)
             spread[::2] = x
-            for args, strided in (((x, y), (spread[::2], y)), ((y, x), (y, spread[::2])),
-                                  ((x, s), (spread[::2], s)), ((s, x), (s, spread[::2]))):
-                got = warning_kinds(lambda a: f(*a), args)
-                assert got == warning_kinds(lambda a: f(*a), strided), (name, hex(nan_bits), pos)
-                assert got == (["invalid value"] if nan_bits == 0x7F81 else []), (name, pos)
+            alone = spread[2 * pos:2 * pos + 2:2]  # the scalar loop: a strided call of one
+            want = warning_kinds(lambda a: f(*a), (alone, s))
+            assert want == (["invalid value"] if nan_bits == 0x7F81 else []), name
+            assert warning_kinds(lambda a: f(*a), (s, alone)) == want, name
+            for args in ((x, y), (spread[::2], y), (y, x), (y, spread[::2]), (x, s),
+                         (spread[::2], s), (s, x), (s, spread[::2])):
+                assert warning_kinds(lambda a: f(*a), args) == want, (name, hex(nan_bits), pos)
 
 
 def test_outer_axis_sum_accumulates_in_float32():
@@ -484,12 +581,16 @@ def test_minmax_reductions_match_the_sequential_definition(name):
 @pytest.mark.parametrize("name", COMPARISONS)
 def test_comparisons_with_a_scalar(name):
     """Every bit pattern against special and ordinary scalars, on either side, equal numpy's
-    float32 comparison of the exact values; warnings match the strided loop's."""
+    float32 comparison of the exact values; "invalid" warnings exactly when a signalling NaN
+    is an operand, contiguous and strided."""
     f = getattr(np, name)
     arr = ALL_VALUES
     f32 = exact_f32(ALL_BITS)
     spread = np.zeros(2 * 65536, BF16)
     spread[::2] = ALL_VALUES
+    quiet = ALL_VALUES[~is_snan_bits(ALL_BITS)]
+    quiet_spread = np.zeros(2 * quiet.size, BF16)
+    quiet_spread[::2] = quiet
     for s_bits in (0x0000, 0x8000, 0x3F80, 0xBF80, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81,
                    0x7F7F, 0x0001, 0x8001, 0x4049):
         s = np.array(s_bits, np.uint16).view(BF16)[()]
@@ -499,8 +600,13 @@ def test_comparisons_with_a_scalar(name):
             assert np.array_equal(f(s, arr), f(s32, f32)), (name, hex(s_bits), "scalar-array")
             for n in LENGTHS[:10]:
                 assert np.array_equal(f(arr[3:3 + n], s), f(f32[3:3 + n], s32)), (name, n)
-        assert warning_kinds(lambda a: f(a, s), arr) == warning_kinds(lambda a: f(a, s), spread[::2])
-        assert warning_kinds(lambda a: f(s, a), arr) == warning_kinds(lambda a: f(s, a), spread[::2])
+        # IEEE comparisons signal "invalid" for a signalling NaN operand only
+        # (test_signalling_nan_warns_in_every_lane checks the rule element by element)
+        s_snan = is_snan_bits(s_bits)
+        for values in (arr, spread[::2], quiet, quiet_spread[::2]):
+            want = ["invalid value"] if s_snan or is_snan_bits(values.view(np.uint16)).any() else []
+            assert warning_kinds(lambda a: f(a, s), values) == want, (name, hex(s_bits))
+            assert warning_kinds(lambda a: f(s, a), values) == want, (name, hex(s_bits))
 
 
 def test_clip_with_scalar_bounds():
@@ -636,8 +742,10 @@ def test_logical_every_layout(name):
                 (y if left else x).view(np.uint16)[13] = other
                 sx, sy = np.zeros(80, BF16), np.zeros(80, BF16)
                 sx[::2], sy[::2] = x, y
-                assert (warning_kinds(lambda _: f(x, y), None)
-                        == warning_kinds(lambda _: f(sx[::2], sy[::2]), None)), (name, s, other)
+                # the scalar loop on the one special element (a strided call of one element)
+                want = warning_kinds(lambda _: f(sx[26:28:2], sy[26:28:2]), None)
+                assert warning_kinds(lambda _: f(x, y), None) == want, (name, s, other)
+                assert warning_kinds(lambda _: f(sx[::2], sy[::2]), None) == want, (name, s, other)
 
 
 @pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide"])

@@ -13,6 +13,7 @@ static void
 copy_bits(void *from, void *to, npy_intp n, void *NPY_UNUSED(fromarr), void *NPY_UNUSED(toarr))
 {
     memmove(to, from, (size_t)n * 2);
+    bf16_reduction_cast((const char *)from, 2, 1, (char *)to, 2, 1, n); /* (casts.c, NOTE_INTO) */
 }
 
 /* The other library's type number once registered; written once by _register_bit_casts and read
@@ -190,6 +191,7 @@ bf16_to_narrow(void *from, void *to, npy_intp n, void *NPY_UNUSED(fromarr), void
         }
         e->from_f32(buf, (char *)to + i0 * e->elsize, m, NULL, toarr);
     }
+    bf16_reduction_cast((const char *)from, 2, 1, (char *)to, e->elsize, 0, n);
 }
 
 static void
@@ -206,6 +208,7 @@ narrow_to_bf16(void *from, void *to, npy_intp n, void *fromarr, void *NPY_UNUSED
             memcpy((char *)to + 2 * (i0 + i), &h, 2);
         }
     }
+    bf16_reduction_cast((const char *)from, e->elsize, 0, (char *)to, 2, 1, n);
 }
 
 /* _register_float32_casts(dtype): casts both ways with another library's user-defined dtype

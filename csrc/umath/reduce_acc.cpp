@@ -40,6 +40,16 @@ namespace umath {
  * (test_sum_rounds_once_every_layout_and_option) checks the layouts where NumPy 2.0 does this.
  * Accumulations (cumsum) that numpy passes as one chain (out[i] = out[i-1] + in[i]) keep
  * the running sum in float32 as well.
+ *
+ * An output NumPy has to buffer (byte-swapped, unaligned, or of another dtype with
+ * dtype=bfloat16) is reduced in NumPy's buffer: when the output exceeds the buffer, the same
+ * buffer addresses hold different output elements in turn, copied out and back by our casts.
+ * The casts tell the reduction in flight on their thread (bf16_reduction_cast): copying out of
+ * the window parks the float32 values by the destination's address, copying into the window
+ * takes them back where the source's value is still their rounding, and any other value
+ * copied into the window replaces the float32 there, so no value follows an address to an
+ * element it does not belong to (tests/test_reductions.py::
+ * test_reductions_into_buffered_outputs_accumulate_in_float32).
  */
 
 struct Shadow {
@@ -55,6 +65,19 @@ struct Shadow {
     std::vector<bf16_t> prev_first;
     bool busy = false;           /* the thread's own Shadow, handed out for a call */
 };
+
+/* The float32 values of a reduction's outputs copied out of its window by a cast, by the byte
+ * address they were copied to (a dense window over those addresses). */
+struct Park {
+    uintptr_t lo = 0;
+    std::vector<float> value;   /* per byte of the window; meaningful where `has` is set */
+    std::vector<uint8_t> has;
+};
+
+/* The reduction in flight on this thread (its Shadow is a reduction's), set by its loop calls,
+ * cleared when its Shadow is released; and what its casts parked. */
+static thread_local Shadow *active_reduction = nullptr;
+static thread_local Park parked;
 
 /* At most 2^26 float32 slots (256 MiB): outputs spanning more than 128 MiB reduce in bfloat16. */
 static const size_t shadow_max_slots = (size_t)1 << 26;
@@ -73,8 +96,26 @@ static const size_t shadow_probe_slots = (size_t)1 << 12;
  * test_call_inside_a_call_keeps_its_own_shadow).
  */
 static void
+park_clear()
+{
+    parked.lo = 0;
+    std::vector<float>().swap(parked.value);
+    std::vector<uint8_t>().swap(parked.has);
+}
+
+static void
+forget_if_active(Shadow *m)
+{
+    if (active_reduction == m) {
+        active_reduction = nullptr;
+        park_clear();
+    }
+}
+
+static void
 shadow_delete(NpyAuxData *aux)
 {
+    forget_if_active(reinterpret_cast<Shadow *>(aux));
     delete reinterpret_cast<Shadow *>(aux);
 }
 
@@ -83,6 +124,7 @@ static void
 shadow_release(NpyAuxData *aux)
 {
     Shadow *m = reinterpret_cast<Shadow *>(aux);
+    forget_if_active(m);
     m->reduction = false;
     m->lo = nullptr;
     m->seen_lo = m->seen_hi = nullptr;
@@ -293,6 +335,97 @@ shadow_follow_copy(Shadow *m, char *o, npy_intp so, npy_intp n_out)
     m->prev_m = n_out;
 }
 
+/* Make the park cover bytes [first, last]; false when too large or out of memory. */
+static bool
+park_cover(uintptr_t first, uintptr_t last)
+{
+    uintptr_t lo = parked.lo, hi = lo + parked.value.size();
+    if (!parked.value.empty() && first >= lo && last < hi) {
+        return true;
+    }
+    uintptr_t new_lo = parked.value.empty() ? first : std::min(first, lo);
+    uintptr_t new_hi = parked.value.empty() ? last + 1 : std::max(last + 1, hi);
+    if (new_hi - new_lo > 4 * shadow_max_slots) {
+        return false;
+    }
+    try {
+        std::vector<float> v(new_hi - new_lo, 0.0f);
+        std::vector<uint8_t> h(new_hi - new_lo, 0);
+        if (!parked.value.empty()) {
+            std::copy(parked.value.begin(), parked.value.end(), v.begin() + (lo - new_lo));
+            std::copy(parked.has.begin(), parked.has.end(), h.begin() + (lo - new_lo));
+        }
+        parked.value.swap(v);
+        parked.has.swap(h);
+        parked.lo = new_lo;
+    }
+    catch (...) {
+        return false;
+    }
+    return true;
+}
+
+static inline bool
+shadow_holds(const Shadow *m, const char *p)
+{
+    uintptr_t lo = (uintptr_t)m->lo, q = (uintptr_t)p;
+    return !m->value.empty() && q >= lo && q + 2 <= lo + 2 * m->value.size();
+}
+
+/*
+ * A cast copied n elements from src (stride ss) to dst (stride ds), after writing dst; either
+ * side is bfloat16 (src_bf16, dst_bf16) or another type. With a reduction in flight on this
+ * thread: values copied out of its window are parked by destination address; every bfloat16
+ * written into the window replaces the float32 there, by the parked value of its source
+ * where that still rounds to it, else by the bfloat16 itself. Runs without the GIL.
+ */
+extern "C" void
+bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_intp ds,
+                    int dst_bf16, npy_intp n)
+{
+    Shadow *m = active_reduction;
+    if (m == nullptr || n <= 0 || m->value.empty()) {
+        return;
+    }
+    if (src_bf16) {
+        const char *s_last = src + (n - 1) * ss;
+        if (shadow_holds(m, src) || shadow_holds(m, s_last) || shadow_covers(m, src, s_last)) {
+            uintptr_t a = (uintptr_t)dst, b = (uintptr_t)(dst + (n - 1) * ds);
+            if (a > b) std::swap(a, b);
+            bool ok = park_cover(a, b);
+            for (npy_intp i = 0; i < n; i++) {
+                const char *p = src + i * ss;
+                if (!shadow_holds(m, p)) {
+                    continue;
+                }
+                size_t k = (size_t)((uintptr_t)(dst + i * ds) - parked.lo);
+                if (ok) {
+                    parked.value[k] = shadow_get(m, p);
+                    parked.has[k] = 1;
+                }
+            }
+        }
+    }
+    if (dst_bf16 && !shadow_disjoint(m, dst, dst + (n - 1) * ds)) {
+        for (npy_intp i = 0; i < n; i++) {
+            char *q = dst + i * ds;
+            if (!shadow_holds(m, q)) {
+                continue;
+            }
+            bf16_t stored = ld(q);
+            float v = bf16_to_f32(stored);
+            uintptr_t from = (uintptr_t)(src + i * ss);
+            if (!parked.value.empty() && from >= parked.lo && from < parked.lo + parked.value.size()) {
+                size_t k = (size_t)(from - parked.lo);
+                if (parked.has[k] && f32_to_bf16(parked.value[k]) == stored) {
+                    v = parked.value[k];
+                }
+            }
+            shadow_slot(m, q) = v;
+        }
+    }
+}
+
 struct AddAcc {
     using Op = Add;
     static float f(float a, float b) { return a + b; }
@@ -368,6 +501,9 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
             }
             use_shadow = shadow_cover(shadow, o, o + (n_out - 1) * so);
         }
+    }
+    if (use_shadow && shadow->reduction) {
+        active_reduction = shadow; /* for the casts between this call and the next */
     }
     if (a == o && sa == 0 && so == 0) {
         /* reduce form: the whole row folds into one output element */
