@@ -345,7 +345,7 @@ park_cover(uintptr_t first, uintptr_t last)
     }
     uintptr_t new_lo = parked.value.empty() ? first : std::min(first, lo);
     uintptr_t new_hi = parked.value.empty() ? last + 1 : std::max(last + 1, hi);
-    if (new_hi - new_lo > 4 * shadow_max_slots) {
+    if (new_hi - new_lo > shadow_max_slots) { /* bytes: 256 MiB of floats at most */
         return false;
     }
     try {
@@ -389,19 +389,20 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
     }
     if (src_bf16) {
         const char *s_last = src + (n - 1) * ss;
-        if (shadow_holds(m, src) || shadow_holds(m, s_last) || shadow_covers(m, src, s_last)) {
+        if (!shadow_disjoint(m, src, s_last)) {
             uintptr_t a = (uintptr_t)dst, b = (uintptr_t)(dst + (n - 1) * ds);
             if (a > b) std::swap(a, b);
-            bool ok = park_cover(a, b);
-            for (npy_intp i = 0; i < n; i++) {
-                const char *p = src + i * ss;
-                if (!shadow_holds(m, p)) {
-                    continue;
-                }
-                size_t k = (size_t)((uintptr_t)(dst + i * ds) - parked.lo);
-                if (ok) {
-                    parked.value[k] = shadow_get(m, p);
-                    parked.has[k] = 1;
+            if (!park_cover(a, b)) {
+                park_clear(); /* nothing parked is taken back: no stale value either */
+            }
+            else {
+                for (npy_intp i = 0; i < n; i++) {
+                    const char *p = src + i * ss;
+                    if (shadow_holds(m, p)) {
+                        size_t k = (size_t)((uintptr_t)(dst + i * ds) - parked.lo);
+                        parked.value[k] = shadow_get(m, p);
+                        parked.has[k] = 1;
+                    }
                 }
             }
         }
