@@ -365,13 +365,6 @@ park_cover(uintptr_t first, uintptr_t last)
     return true;
 }
 
-static inline bool
-shadow_holds(const Shadow *m, const char *p)
-{
-    uintptr_t lo = (uintptr_t)m->lo, q = (uintptr_t)p;
-    return !m->value.empty() && q >= lo && q + 2 <= lo + 2 * m->value.size();
-}
-
 /*
  * A cast copied n elements from src (stride ss) to dst (stride ds), after writing dst; either
  * side is bfloat16 (src_bf16, dst_bf16) or another type. With a reduction in flight on this
@@ -398,7 +391,7 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
             else {
                 for (npy_intp i = 0; i < n; i++) {
                     const char *p = src + i * ss;
-                    if (shadow_holds(m, p)) {
+                    if (shadow_covers(m, p, p)) {
                         size_t k = (size_t)((uintptr_t)(dst + i * ds) - parked.lo);
                         parked.value[k] = shadow_get(m, p);
                         parked.has[k] = 1;
@@ -410,7 +403,7 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
     if (dst_bf16 && !shadow_disjoint(m, dst, dst + (n - 1) * ds)) {
         for (npy_intp i = 0; i < n; i++) {
             char *q = dst + i * ds;
-            if (!shadow_holds(m, q)) {
+            if (!shadow_covers(m, q, q)) {
                 continue;
             }
             bf16_t stored = ld(q);
