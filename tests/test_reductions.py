@@ -468,3 +468,21 @@ def test_ufunc_at_accumulates_in_float32_with_a_bfloat16_operand():
     h = np.zeros(1, np.float16)                                       # float16 for reference
     np.add.at(h, np.zeros(3000, np.intp), np.ones(3000, np.float16))
     assert h[0] == 2048
+
+
+@pytest.mark.parametrize("ufunc", [np.hypot, np.logaddexp, np.logaddexp2])
+def test_hypot_and_logaddexp_reduce_from_their_identity(ufunc):
+    """NumPy starts float16's reductions of these from the ufunc's identity (0, -inf, -inf),
+    empty or not: hypot.reduce([-4]) is hypot(0, -4) = 4. float16 is the reference."""
+    v = np.array([[-4.0, 3.0, np.nan], [0.5, -0.25, 2.0]])
+    cases = [(v[:, :0], {"axis": 1}), (v[:1, :1], {}), (v[:1, :1], {"axis": ()}),
+             (v[:, :2], {"axis": 0}), (v[:, :2], {"where": [[True, False]], "axis": 1}),
+             (v, {"axis": None}), (v[:, :0], {"axis": 0})]
+    for arr, kw in cases:
+        want = ufunc.reduce(arr.astype(np.float16), **kw)
+        got = ufunc.reduce(arr.astype(BF16), **kw)
+        assert np.asarray(got).dtype == BF16
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                   rtol=2**-7, equal_nan=True)
+        assert np.array_equal(np.signbit(np.asarray(got)), np.signbit(np.asarray(want)))
+    assert ufunc.reduce(np.zeros(0, BF16)) == ufunc.identity

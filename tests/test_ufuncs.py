@@ -758,3 +758,26 @@ def test_output_promoter_leaves_other_calls_to_numpy():
     got = np.add.reduce(np.array([1.0, 2.0**-8, 2.0**-8], np.float32), dtype=bfloat16)
     assert got.dtype == BF16 and float(got) == 1.0078125  # float32 accumulation, one rounding
     assert np.divmod(np.array([7]), np.array([2.0], np.float32))[0].dtype == np.float64
+
+
+@pytest.mark.parametrize("ufunc", [np.logical_and, np.logical_or, np.logical_xor])
+def test_logical_reductions_into_any_output_like_float16(ufunc):
+    """logical_* with a bfloat16 operand and any other type, reduced or accumulated into an out=
+    of any type, run on the values cast to bool and cast the bool result, as for float16."""
+    v = np.array([[1.5, 0.0, -2.0], [0.0, np.nan, 3.0]])
+    for out_type in (np.float32, np.float64, np.int8, bool, "same"):
+        def out(shape, dt):
+            return np.empty(shape, dt if out_type == "same" else out_type)
+        want = ufunc.reduce(v.astype(np.float16), axis=1, out=out(2, np.float16))
+        got = ufunc.reduce(v.astype(BF16), axis=1, out=out(2, BF16))
+        assert got.dtype == (BF16 if out_type == "same" else np.dtype(out_type))
+        assert np.array_equal(got.astype(np.float64), want.astype(np.float64))
+        want = ufunc.accumulate(v.astype(np.float16), axis=1, out=out((2, 3), np.float16))
+        got = ufunc.accumulate(v.astype(BF16), axis=1, out=out((2, 3), BF16))
+        assert np.array_equal(got.astype(np.float64), want.astype(np.float64))
+    # the other operand is cast to bool, not to bfloat16: float32's smallest subnormal is true
+    tiny = np.array([1e-45, 0.0], np.float32)
+    ones = np.ones(2, BF16)
+    assert ufunc(tiny, ones).tolist() == ufunc(tiny, np.ones(2, np.float16)).tolist()
+    assert ufunc(ones, tiny).tolist() == ufunc(np.ones(2, np.float16), tiny).tolist()
+    assert ufunc(ones, 0.0).tolist() == ufunc(np.ones(2, np.float16), 0.0).tolist()

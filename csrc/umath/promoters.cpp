@@ -191,11 +191,13 @@ no_loop_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
 }
 
 /*
- * logical_and/or/xor reductions (and accumulations) come with no first operand; as numpy's
- * own logical promoter does for float16, they run the bool loop on the values cast to bool.
+ * logical_and/or/xor with any other operand type, and their reductions and accumulations (which
+ * come with no first operand, or with the out= type in its place): as NumPy's own logical
+ * promoter does for float16, they run the bool loop on the values cast to bool, so a float32
+ * out= takes the result (tests/test_ufuncs.py::test_logical_reductions_into_any_output_like_float16).
  */
 static int
-logical_reduce_promoter(PyObject *, PyArray_DTypeMeta *const *,
+logical_promoter(PyObject *, PyArray_DTypeMeta *const *,
                         PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
 {
     PyArray_DTypeMeta *b = dtype_of(NPY_BOOL);
@@ -343,13 +345,15 @@ register_promoters(PyObject *numpy, const char *const *binary_names, size_t coun
             return -1;
         }
         int nout = ((PyUFuncObject *)ufunc)->nout;
-        int r = register_binary_promoters(ufunc, nout, bf16_promoter, others);
+        bool logical = strncmp(name, "logical_", 8) == 0;
+        int r = register_binary_promoters(ufunc, nout, logical ? logical_promoter : bf16_promoter,
+                                          others);
         if (r == 0) {
             r = register_binary_promoters(ufunc, nout, no_loop_promoter, unrelated);
         }
-        if (r == 0 && strncmp(name, "logical_", 8) == 0) {
+        if (r == 0 && logical) {
             PyArray_DTypeMeta *t[3] = {NULL, NPY_DTYPE(bf16_descr), NULL};
-            r = add_promoter(ufunc, t, 3, logical_reduce_promoter);
+            r = add_promoter(ufunc, t, 3, logical_promoter);
         }
         Py_DECREF(ufunc);
         if (r < 0) {
