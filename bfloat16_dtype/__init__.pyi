@@ -11,7 +11,6 @@ class bfloat16(np.floating[Any]):
 
     def __new__(
         cls, value: SupportsFloat | SupportsIndex | str | bytes | np.ndarray | None = ...,
-        /,
     ) -> bfloat16: ...
     @property
     def bits(self) -> int:
@@ -42,6 +41,11 @@ from numpy.typing import ArrayLike, DTypeLike
 from . import linalg as linalg
 from . import numerics as numerics
 from . import rounding as rounding, training as training
+from . import interop as interop
+from typing import TextIO
+
+def config() -> dict[str, Any]: ...
+def show_config(file: TextIO | None = ...) -> None: ...
 
 def matmul(a: ArrayLike, b: ArrayLike, *, out: np.ndarray | None = ...,
            out_dtype: DTypeLike | None = ...) -> np.ndarray: ...

@@ -291,6 +291,26 @@ class DLPackTensor:
         return f"DLPackTensor(shape={self._array.shape}, dtype=bfloat16_dtype.bfloat16)"
 
 
+def _view_ml_bfloat16(x: np.ndarray) -> np.ndarray:
+    """ml_dtypes' bfloat16 array as ours (the same bits: a free view); any other array as it is.
+    The numerics, rounding and training helpers take JAX's and ml_dtypes' arrays through it
+    (tests/test_interop_mldtypes.py::test_helpers_take_ml_dtypes_arrays)."""
+    if x.dtype == _DTYPE or "ml_dtypes" not in sys.modules:
+        return x
+    if _ml_dtype is None:
+        register_ml_dtypes()
+    return x.view(_DTYPE) if _ml_dtype is not None and x.dtype == _ml_dtype else x
+
+
+def _dtype_text(dt: np.dtype) -> str:
+    """A dtype for an error message, with its type's module where the name alone is ambiguous
+    (ml_dtypes' bfloat16 prints as "bfloat16" too)."""
+    if dt.type is not _ext.bfloat16 and dt.name != "bfloat16":
+        return str(dt)
+    order = " byte-swapped" if not dt.isnative else ""
+    return f"{dt.type.__module__}.{dt.type.__name__}{order}"
+
+
 def _as_ours(x: np.ndarray, what: str) -> np.ndarray:
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{what} expects a numpy array, got {type(x).__name__}")

@@ -248,9 +248,21 @@ _NPY_MARK = "# bfloat16_dtype: bfloat16"
 _MAGIC = b"\x93NUMPY"
 
 
+_PATH_TYPES = (str, bytes, os.PathLike)
+
+
+def _file_arg(file, needs: str, what: str):
+    """`file` as given when it is a path or has the file method `needs`, else a TypeError that
+    names it (tests/test_io_npy.py::test_bad_file_arguments_raise_type_error)."""
+    if not isinstance(file, _PATH_TYPES) and not hasattr(file, needs):
+        raise TypeError(f"{what}: file must be a path or a file object with .{needs}(), got "
+                        f"{type(file).__name__}")
+    return file
+
+
 def _with_suffix(file, suffix: str):
     """A path without `suffix` gets it, as np.save/np.savez do; open files pass through."""
-    if not isinstance(file, (str, os.PathLike)):
+    if not isinstance(file, _PATH_TYPES):
         return file
     file = os.fspath(file)
     end = suffix if isinstance(file, str) else suffix.encode()
@@ -264,7 +276,7 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
     if not _is_bfloat16(arr.dtype):
         np.save(file, arr, allow_pickle=False)
         return
-    file = _with_suffix(file, ".npy")
+    file = _with_suffix(_file_arg(file, "write", "save"), ".npy")
     bits = _le_bits(arr)
     d = f"{{'descr': '<u2', 'fortran_order': False, 'shape': {tuple(bits.shape)!r}, }} {_NPY_MARK}"
     version, lenbytes = (1, 0), 2
@@ -272,7 +284,7 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
         version, lenbytes = (2, 0), 4
     pad = -(len(_MAGIC) + 2 + lenbytes + len(d) + 1) % 64
     header = (d + " " * pad + "\n").encode("latin1")
-    own = isinstance(file, (str, os.PathLike))
+    own = isinstance(file, _PATH_TYPES)
     f = open(file, "wb") if own else file
     try:
         f.write(_MAGIC + bytes(version) + len(header).to_bytes(lenbytes, "little") + header)
@@ -285,7 +297,7 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
 def savez(file: "str | os.PathLike[str] | IO[bytes]", **arrays: np.ndarray) -> None:
     """Save several arrays to an uncompressed .npz (``np.load`` reads it); each bfloat16 array
     is stored as by :func:`save`, so :func:`load` gives them back as bfloat16."""
-    file = _with_suffix(file, ".npz")
+    file = _with_suffix(_file_arg(file, "write", "savez"), ".npz")
     with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, arr in arrays.items():
             with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
@@ -299,7 +311,7 @@ def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = Non
     which would truncate the file, is refused)."""
     if mmap_mode not in (None, "r", "r+", "c", "readonly", "readwrite", "copyonwrite"):
         raise ValueError(f"load: mmap_mode must be None, 'r', 'r+' or 'c', got {mmap_mode!r}")
-    own = isinstance(file, (str, os.PathLike))
+    own = isinstance(_file_arg(file, "read", "load"), _PATH_TYPES)
     f = open(file, "rb") if own else file
     try:
         start = f.tell()
@@ -316,7 +328,7 @@ def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = Non
 
 
 def _load_npy(file, mmap_mode):
-    own = isinstance(file, (str, os.PathLike))
+    own = isinstance(file, _PATH_TYPES)
     f = open(file, "rb") if own else file
     try:
         start = f.tell()

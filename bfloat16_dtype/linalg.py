@@ -40,13 +40,16 @@ def _check_thread_env() -> None:
     so once, at import, rather than silently."""
     import os
     import warnings
-    text = os.environ.get("BFLOAT16_DTYPE_NUM_THREADS", "").strip()
+    import re
+    raw = os.environ.get("BFLOAT16_DTYPE_NUM_THREADS", "")
+    text = raw.strip()
     if not text:
         return
-    try:
-        ok = 1 <= int(text, 10) <= _MAX_THREADS
-    except ValueError:
-        ok = False
+    # the kernel reads it with C's strtol: ASCII digits only (no "1_0", no other scripts'
+    # digits), blanks before, spaces, tabs or newlines after
+    # (tests/test_linalg.py::test_unusable_thread_environment_warns)
+    ok = (re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]+[ \t\n]*", raw, re.ASCII) is not None
+          and 1 <= int(raw) <= _MAX_THREADS)
     if not ok:
         warnings.warn(f"BFLOAT16_DTYPE_NUM_THREADS={text!r} is not an integer in "
                       f"[1, {_MAX_THREADS}]; the matmul uses every CPU instead",
@@ -90,14 +93,25 @@ def _converts(dtype: np.dtype) -> bool:
                                     np.can_cast(dtype, _BF16, "unsafe"))
 
 
+def _operands(fn: str, *xs) -> list:
+    """The operands as arrays; a masked array is refused: the product would use its masked
+    values and drop the mask (tests/test_linalg.py::test_masked_operands_are_refused)."""
+    for x in xs:
+        if isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"{fn}: masked arrays are not supported (the mask would be "
+                            f"ignored); use the @ operator, or pass .filled(0)")
+    return [np.asarray(x) for x in xs]
+
+
 def _as_bf16(x, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype == _BF16:
         return arr
     if not _converts(arr.dtype):
         raise TypeError(f"matmul: {name} must be a real numeric array, got {arr.dtype!r}")
-    with np.errstate(over="ignore"):
-        return arr.astype(_BF16)
+    # a value beyond bfloat16's range becomes inf with the cast's "overflow" warning
+    # (tests/test_linalg.py::test_operands_beyond_bfloat16_range_warn)
+    return arr.astype(_BF16)
 
 
 def _check_target(dt: np.dtype, what: str) -> np.dtype:
@@ -148,7 +162,7 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     if (out is None and out_dtype is None and type(a) is np.ndarray and type(b) is np.ndarray
             and a.dtype == _BF16 and b.dtype == _BF16 and a.ndim and b.ndim):
         return np.matmul(a, b)  # the common case: numpy's gufunc machinery runs our kernel
-    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    a_arr, b_arr = _operands("matmul", a, b)
     if a_arr.ndim == 0 or b_arr.ndim == 0:
         raise ValueError("matmul: Input operand %d does not have enough dimensions "
                          "(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
@@ -245,7 +259,7 @@ def _out_target(out, out_dtype):
 
 
 def _need_ndim(x, n: int, which: int, name: str, signature: str) -> np.ndarray:
-    arr = np.asarray(x)
+    (arr,) = _operands(name, x)
     if arr.ndim < n:
         raise ValueError(f"{name}: Input operand {which} does not have enough dimensions (has "
                          f"{arr.ndim}, gufunc core with signature {signature} requires {n})")
@@ -288,7 +302,7 @@ def _copy_into(out: np.ndarray, res: np.ndarray) -> np.ndarray:
 def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
     """``np.dot`` semantics (sum over the last axis of ``a`` and the second-to-last of ``b``)
     with the mixed-precision kernel."""
-    A, B = np.asarray(a), np.asarray(b)
+    A, B = _operands("dot", a, b)
     if A.ndim == 0 or B.ndim == 0:
         target = _out_target(out, out_dtype)
         target = None if target is None else _check_target(np.dtype(target), "out_dtype")
@@ -316,7 +330,7 @@ def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
 
 def inner(a, b, *, out_dtype=None) -> np.ndarray:
     """``np.inner``: sum over the last axes of both operands."""
-    A, B = np.asarray(a), np.asarray(b)
+    A, B = _operands("inner", a, b)
     if A.ndim == 0 or B.ndim == 0:
         return dot(A, B, out_dtype=out_dtype)
     if A.shape[-1] != B.shape[-1]:
@@ -331,7 +345,7 @@ def inner(a, b, *, out_dtype=None) -> np.ndarray:
 
 def vdot(a, b, *, out_dtype=None):
     """``np.vdot`` for real data: the flattened dot product, float32-accumulated."""
-    A, B = np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)
+    A, B = (x.reshape(-1) for x in _operands("vdot", a, b))
     if A.size != B.size:
         raise ValueError(f"vdot: vectors have different sizes {A.size} and {B.size}")
     return matmul(A, B, out_dtype=out_dtype)[()]

@@ -30,6 +30,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ._ext import bfloat16
+from .interop import _dtype_text, _view_ml_bfloat16
 
 __all__ = ["round", "around", "sum", "mean", "var", "std"]
 
@@ -38,9 +39,14 @@ Axis = Union[None, int, Sequence[int]]
 
 
 def _as_bf16_input(x: Any, name: str = "x") -> np.ndarray:
-    a = np.asarray(x)
+    if isinstance(x, np.ma.MaskedArray):
+        # np.asarray would drop the mask and count the masked values
+        # (tests/test_reductions.py::test_numerics_refuse_masked_arrays)
+        raise TypeError(f"{name} is a masked array: these helpers would ignore its mask; use "
+                        f"its own methods ({name}.mean(), {name}.sum()) or {name}.filled(...)")
+    a = _view_ml_bfloat16(np.asarray(x))
     if a.dtype.kind not in "fiub" and a.dtype != _BF16:
-        raise TypeError(f"{name} must be a real numeric array, got dtype {a.dtype}")
+        raise TypeError(f"{name} must be a real numeric array, got dtype {_dtype_text(a.dtype)}")
     return a
 
 
@@ -98,9 +104,8 @@ def sum(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
 
     ``x.sum()`` on bfloat16 already accumulates in float32 through the dtype's add loop; this
     helper states it explicitly (``x.sum(dtype=np.float32)`` rounded once) and works for any
-    input layout and for array-likes. Use it with `initial`: ``x.sum(axis=0, initial=...)``
-    on bfloat16 accumulates in bfloat16 for outer axes (numpy skips the hook that arms the
-    float32 path when an initial value is given).
+    input layout and for array-likes (``x.sum(axis=0, initial=...)`` accumulates in float32
+    too: README, "Reductions accumulate in float32").
 
     >>> import numpy as np
     >>> from bfloat16_dtype import bfloat16, numerics

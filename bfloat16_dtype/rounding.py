@@ -24,6 +24,7 @@ import numpy as np
 
 from . import _ext
 from ._ext import bfloat16
+from .interop import _dtype_text, _view_ml_bfloat16
 
 __all__ = ["ROUNDING_MODES", "to_bfloat16"]
 
@@ -119,8 +120,10 @@ def to_bfloat16(
     if out is not None:
         if not isinstance(out, np.ndarray):
             raise TypeError(f"to_bfloat16: out must be a numpy array, got {type(out).__name__}")
+        out = _view_ml_bfloat16(out)
         if out.dtype != _BF16:
-            raise TypeError(f"to_bfloat16: out must have dtype bfloat16, got {out.dtype}")
+            raise TypeError(f"to_bfloat16: out must have dtype bfloat16 (native byte order), "
+                            f"got {_dtype_text(out.dtype)}")
         if out.shape != arr.shape:
             raise ValueError(f"to_bfloat16: out has shape {out.shape}, x has shape {arr.shape}")
         if not out.flags.writeable:

@@ -27,6 +27,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._ext import bfloat16
+from .interop import _dtype_text, _view_ml_bfloat16
 from .rounding import RngLike, _generator, to_bfloat16
 
 __all__ = ["all_finite", "LossScaler", "MasterWeights", "SGD", "Adam", "AdamW"]
@@ -180,6 +181,8 @@ class LossScaler:
     def unscale(self, grads: Sequence[np.ndarray]) -> Optional[List[np.ndarray]]:
         """Check ``grads`` (computed from the scaled loss), update the scale, and return float32
         gradients divided by the scale used for them, or ``None`` if the step must be skipped."""
+        if isinstance(grads, np.ndarray):
+            raise TypeError("LossScaler.unscale: grads must be a sequence of arrays, not one array")
         grads = list(grads)
         finite = all_finite(grads)
         used = self.scale
@@ -213,16 +216,19 @@ class MasterWeights:
             working_dtype = np.dtype(dtype)
         except TypeError:
             raise TypeError(f"MasterWeights: dtype must be a numpy dtype, got {dtype!r}") from None
+        working_dtype = _view_ml_bfloat16(np.empty(0, working_dtype)).dtype
         if working_dtype not in _WORKING:
-            raise TypeError(f"MasterWeights: dtype must be bfloat16, float16 or float32, got {dtype!r}")
+            raise TypeError(f"MasterWeights: dtype must be bfloat16, float16 or float32, got "
+                            f"{_dtype_text(working_dtype)}")
         if isinstance(params, np.ndarray):
             raise TypeError("MasterWeights: params must be a sequence of arrays, not one array")
         self.dtype = working_dtype
         self.masters: List[np.ndarray] = []
         for i, p in enumerate(params):
-            arr = np.asarray(p)
+            arr = _view_ml_bfloat16(np.asarray(p))
             if arr.dtype.kind != "f" and arr.dtype != _BF16:
-                raise TypeError(f"MasterWeights: params[{i}] must be a float array, got dtype {arr.dtype}")
+                raise TypeError(f"MasterWeights: params[{i}] must be a float array, got dtype "
+                                f"{_dtype_text(arr.dtype)}")
             self.masters.append(np.array(arr, dtype=np.float32, order="C"))
         self.working: List[np.ndarray] = [np.empty(m.shape, working_dtype) for m in self.masters]
         self.refresh()
@@ -248,10 +254,11 @@ def _params_list(params: Sequence[np.ndarray], owner: str) -> List[np.ndarray]:
     for i, p in enumerate(out):
         if not isinstance(p, np.ndarray):
             raise TypeError(f"{owner}: params[{i}] must be a numpy array, got {type(p).__name__}")
+        p = out[i] = _view_ml_bfloat16(p)   # updates go to the caller's memory all the same
         if p.dtype not in (_F32, _BF16):
             raise TypeError(
                 f"{owner}: params[{i}] must be float32 (master weights) or bfloat16 (pure "
-                f"bfloat16 training), got dtype {p.dtype}"
+                f"bfloat16 training), got dtype {_dtype_text(p.dtype)}"
             )
         if not p.flags.writeable:
             raise ValueError(f"{owner}: params[{i}] is read-only")
@@ -298,11 +305,14 @@ class _Optimizer:
             raise ValueError(f"{self._name}.step: got {len(grads)} gradients for {len(self.params)} params")
         out = []
         for i, (g, p) in enumerate(zip(grads, self.params)):
-            g = np.asarray(g)
+            if g is None:
+                raise TypeError(f"{self._name}.step: grads[{i}] is None")
+            g = _view_ml_bfloat16(np.asarray(g))
             if g.shape != p.shape:
                 raise ValueError(f"{self._name}.step: grads[{i}] has shape {g.shape}, params[{i}] has {p.shape}")
             if g.dtype.kind != "f" and g.dtype != _BF16:
-                raise TypeError(f"{self._name}.step: grads[{i}] must be a float array, got dtype {g.dtype}")
+                raise TypeError(f"{self._name}.step: grads[{i}] must be a float array, got dtype "
+                                f"{_dtype_text(g.dtype)}")
             out.append(g.astype(np.float32))  # always a copy: the update may work in place
         return out
 

@@ -476,6 +476,18 @@ def test_avx512bf16_subnormals_read_as_zero(m, k):
         assert np.all(r == k * 2.0 ** -30)
 
 
+@pytest.mark.parametrize("k", [1, 7, 64])
+def test_short_dot_keeps_subnormals_at_every_tier(k):
+    """A 1 x 1 product with k <= 64 (vector @ vector) is a sequential float32 dot, not
+    vdpbf16ps: subnormal inputs count at every tier (README, "Accuracy of matmul")."""
+    tiny = np.full(k, 2.0 ** -130, np.float32).astype(bfloat16)
+    big = np.full(k, 2.0 ** 100, np.float32).astype(bfloat16)
+    for a, b in ((tiny, big), (tiny[None, :], big[:, None])):
+        assert np.all(np.asarray(bd.matmul(a, b, out_dtype=np.float32), np.float64)
+                      == k * 2.0 ** -30)
+        assert np.all(widen_f64(a @ b) == k * 2.0 ** -30)
+
+
 # GEMV / skinny: W (M x K, k contiguous) @ V with 1..16 columns, K not a multiple of 16 or 32
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 13, 16])
 @pytest.mark.parametrize("k", [7, 40, 1000, 3001])

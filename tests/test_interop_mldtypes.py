@@ -259,3 +259,25 @@ def test_narrow_casts_in_either_import_order(first):
               y.astype(bfloat16).astype(np.float32).tolist())
     """)
     assert _run(code) == "True [1.5, -448.0, 0.001953125, nan]"   # 2**-9: e4m3fn's least
+
+
+def test_helpers_take_ml_dtypes_arrays():
+    """JAX's and ml_dtypes' arrays (the same bits) go into numerics, rounding's out=, and
+    training's params, grads and MasterWeights dtype as views of ours; refusals name the
+    type with its module rather than printing "bfloat16" for both."""
+    from bfloat16_dtype import numerics, rounding, training
+    m = np.array([1.0, 100.0], ml_dtypes.bfloat16)
+    assert float(numerics.mean(m)) == 50.5 and float(numerics.sum(m)) == 101.0
+    out = np.empty(2, ml_dtypes.bfloat16)
+    rounding.to_bfloat16(np.array([1.5, 2.0**-130], np.float32), out=out)
+    assert out.view(np.uint16).tolist() == [0x3FC0, 0x0008]   # 2**-130: subnormal
+    p = np.ones(2, ml_dtypes.bfloat16)
+    training.SGD([p], lr=0.5).step([np.ones(2, ml_dtypes.bfloat16)])
+    assert p.dtype == np.dtype(ml_dtypes.bfloat16) and p.astype(np.float32).tolist() == [0.5, 0.5]
+    mw = training.MasterWeights([m], dtype="bfloat16")    # the name is ml_dtypes' here
+    assert mw.working[0].dtype == np.dtype(bfloat16)
+    swapped = np.empty(2, np.dtype(bfloat16).newbyteorder())
+    with pytest.raises(TypeError, match="bfloat16_dtype.bfloat16 byte-swapped"):
+        rounding.to_bfloat16(np.ones(2, np.float32), out=swapped)
+    with pytest.raises(TypeError, match="got dtype float8_e4m3fn"):
+        numerics.mean(np.ones(2, ml_dtypes.float8_e4m3fn))

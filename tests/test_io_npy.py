@@ -1,5 +1,6 @@
 """save/load: .npy files that bring bfloat16 back, and stay plain uint16 .npy files for np.load."""
 import io as pyio
+import os
 
 import numpy as np
 import pytest
@@ -88,3 +89,17 @@ def test_save_adds_the_extension_and_load_refuses_w_plus(tmp_path):
         io.load(tmp_path / "a.npy", mmap_mode="w+")
     assert io.load(tmp_path / "a.npy").tobytes() == x.tobytes()        # still there
     assert io.load(tmp_path / "a.npy", mmap_mode="r").tobytes() == x.tobytes()
+
+
+def test_bad_file_arguments_raise_type_error(tmp_path):
+    """Neither a path nor a file object: a TypeError naming the argument (not an
+    AttributeError from inside); a bytes path works as for np.save."""
+    x = np.ones(3, bfloat16)
+    for call in (lambda: io.load(None), lambda: io.load(3), lambda: io.save(None, x),
+                 lambda: io.savez(1.5, a=x)):
+        with pytest.raises(TypeError, match="file must be a path or a file object"):
+            call()
+    path = os.fsencode(tmp_path / "b")
+    io.save(path, x)
+    got = io.load(path + b".npy")
+    assert got.dtype == bfloat16 and got.tolist() == [1.0, 1.0, 1.0]

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -172,6 +174,33 @@ def test_rounding_overflow_to_inf_only_in_bf16():
     assert np.isfinite(acc).all() and acc[0, 0] == np.float32(exact[0, 0])
     assert bits_of(bd.matmul(a, b))[0, 0] == 0x7F80
     assert bits_of(a @ b)[0, 0] == 0x7F80
+
+
+def test_operands_beyond_bfloat16_range_warn():
+    """The functions round an operand of another type to bfloat16 first: one beyond its range
+    becomes inf with the cast's "overflow" warning, not silently (np.matmul's float64 path
+    keeps 1e39)."""
+    ones = np.ones((1, 1), bfloat16)
+    for fn in (bd.matmul, bd.dot):
+        with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+            r = fn(np.array([[1e39]]), ones)
+        assert r.dtype == np.float64 and r[0, 0] == np.inf
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            fn(ones, np.array([[-1e39]], np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bd.matmul(np.array([[3e38]]), ones)[0, 0] == np.float64(bfloat16(3e38))
+
+
+def test_masked_operands_are_refused():
+    """The functions would use a masked array's hidden values and drop its mask: TypeError
+    naming the problem (np.matmul / @ keep the masked semantics)."""
+    m = np.ma.array(np.ones((2, 2), bfloat16), mask=[[0, 1], [0, 0]])
+    v = np.ones(2, bfloat16)
+    for call in (lambda: bd.matmul(m, m), lambda: bd.dot(v, m), lambda: bd.inner(m, v),
+                 lambda: bd.vdot(m, m), lambda: bd.matvec(m, v), lambda: bd.vecmat(v, m)):
+        with pytest.raises(TypeError, match="masked arrays are not supported"):
+            call()
 
 
 def test_float32_overflow_gives_inf():
@@ -835,7 +864,7 @@ def test_default_num_threads_from_environment(tmp_path):
     assert out.strip() == "3"
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "abc", "2000"])
+@pytest.mark.parametrize("value", ["0", "-3", "abc", "2000", "1_0", "\u0663", "1e2"])
 def test_unusable_thread_environment_warns(tmp_path, value):
     """An unusable BFLOAT16_DTYPE_NUM_THREADS is ignored by the kernel (every CPU is used), with
     a RuntimeWarning at import instead of silently; 1024 is the most set_num_threads takes."""

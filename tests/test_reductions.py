@@ -486,3 +486,13 @@ def test_hypot_and_logaddexp_reduce_from_their_identity(ufunc):
                                    rtol=2**-7, equal_nan=True)
         assert np.array_equal(np.signbit(np.asarray(got)), np.signbit(np.asarray(want)))
     assert ufunc.reduce(np.zeros(0, BF16)) == ufunc.identity
+
+
+def test_numerics_refuse_masked_arrays():
+    """np.asarray drops a mask: the helpers would count the masked values (mean of [1, --]
+    with 100 hidden gave 50.5), so a masked array is a TypeError naming the problem."""
+    m = np.ma.array(np.array([1.0, 100.0], bfloat16), mask=[False, True])
+    for fn in (numerics.mean, numerics.sum, numerics.var, numerics.std, numerics.round):
+        with pytest.raises(TypeError, match="masked array"):
+            fn(m)
+    assert float(m.mean()) == 1.0 and float(numerics.mean(m.compressed())) == 1.0

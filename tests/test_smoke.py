@@ -25,3 +25,26 @@ def test_readme_example():
     assert np.finfo(bfloat16) is bfloat16_dtype.finfo
     assert np.issubdtype(x.dtype, np.floating)
     assert float(np.ones(100000, bfloat16).sum()) == 99840.0
+
+
+def test_stub_declares_every_public_name():
+    """__init__.pyi (what type checkers read) declares every name in __all__, and the scalar's
+    constructor takes `value` by keyword as at run time."""
+    import ast
+    import inspect
+    import pathlib
+    import bfloat16_dtype
+    stub = pathlib.Path(bfloat16_dtype.__file__).with_name("__init__.pyi")
+    names = set()
+    for node in ast.walk(ast.parse(stub.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    assert set(bfloat16_dtype.__all__) - names == set()
+    assert float(bfloat16_dtype.bfloat16(value=1.5)) == 1.5
+    for name in ("config", "show_config"):
+        assert callable(getattr(bfloat16_dtype, name))
+    assert list(inspect.signature(bfloat16_dtype.show_config).parameters) == ["file"]
