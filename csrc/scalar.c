@@ -152,8 +152,10 @@ bf16_from_index(PyObject *obj, bf16_t *out)
     return r;
 }
 
+/* `*src_inf` is set to whether the value read was infinite where that took a call into the
+ * object (__float__, __index__), so the caller need not call it again; left alone elsewhere. */
 static int
-convert_object(PyObject *obj, bf16_t *out)
+convert_object(PyObject *obj, bf16_t *out, int *src_inf)
 {
     if (PyBFloat16_Check(obj)) {
         *out = ((PyBFloat16Object *)obj)->value;
@@ -287,6 +289,7 @@ convert_object(PyObject *obj, bf16_t *out)
      * __index__ alone converts exactly (tests/test_scalar.py::test_float_before_index) */
     PyNumberMethods *nb = Py_TYPE(obj)->tp_as_number;
     if (PyIndex_Check(obj) && (nb == NULL || nb->nb_float == NULL)) {
+        *src_inf = 0; /* an integer */
         return bf16_from_index(obj, out);
     }
     PyObject *f = PyNumber_Float(obj);
@@ -300,6 +303,7 @@ convert_object(PyObject *obj, bf16_t *out)
         return -1;
     }
     *out = f64_to_bf16(PyFloat_AS_DOUBLE(f));
+    *src_inf = isinf(PyFloat_AS_DOUBLE(f));
     Py_DECREF(f);
     return 0;
 }
@@ -349,13 +353,18 @@ denotes_infinity(PyObject *obj)
 int
 bf16_from_object(PyObject *obj, bf16_t *out)
 {
-    if (convert_object(obj, out) < 0) {
-        return -1;
-    }
-    if (bf16_isinf(*out) && !PyBFloat16_Check(obj) && !denotes_infinity(obj)) {
+    /* NumPy may hand a borrowed element of an object array, which __float__ can free by
+     * assigning into that array: hold it while it is read
+     * (tests/test_scalar.py::test_conversion_holds_the_object_it_reads). */
+    Py_INCREF(obj);
+    int src_inf = -1;
+    int r = convert_object(obj, out, &src_inf);
+    if (r == 0 && bf16_isinf(*out) && !PyBFloat16_Check(obj) &&
+            !(src_inf >= 0 ? src_inf : denotes_infinity(obj))) {
         bf16_raise_overflow();
     }
-    return 0;
+    Py_DECREF(obj);
+    return r;
 }
 
 /* bf16_from_object, then NumPy's "overflow encountered in cast" under np.errstate, as

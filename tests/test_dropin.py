@@ -449,6 +449,29 @@ def test_raw_bytes_views_and_dtype_queries():
     np.testing.assert_array_almost_equal_nulp(x, x)  # equal arrays pass
     with pytest.raises(TypeError, match="common type"):
         np.testing.assert_array_almost_equal_nulp(x, -x)
+    np.polynomial.Polynomial(x.astype(np.float16))            # float16 works
+    with pytest.raises(ValueError, match="no common type"):
+        np.polynomial.Polynomial(x)
+
+
+def test_numpy_functions_that_compute_in_the_arrays_dtype():
+    """README, "Accurate helpers" and "Differences": np.var subtracts a mean rounded to
+    bfloat16; arithmetic on x.astype(object) rounds each step (bfloat16 scalars); np.histogram
+    builds its edges with np.linspace in bfloat16, where 160 bins of normal samples collide;
+    a masked mean is float64 once a mask is set. References: float32, float16, float64."""
+    x = np.array([300.0] * 1500 + [302.0] * 1500, BF16)
+    assert float(np.var(x.astype(np.float32))) == 1.0 and float(np.var(x)) == 2.0
+    from bfloat16_dtype import numerics
+    assert float(numerics.var(x)) == 1.0
+    assert np.ones(1000, np.float16).astype(object).sum() == 1000
+    assert float(np.ones(1000, BF16).astype(object).sum()) == 256.0
+    r = np.random.default_rng(0).standard_normal(100_000).astype(BF16)
+    with pytest.raises(ValueError, match="Too many bins"):
+        np.histogram(r, bins=160)
+    counts, _ = np.histogram(r.astype(np.float32), bins=160)   # the workaround
+    assert counts.sum() == r.size
+    assert np.ma.array(np.ones(3, BF16)).mean().dtype == BF16
+    assert np.ma.array(np.ones(3, BF16), mask=[0, 1, 0]).mean().dtype == np.float64
 
 
 def test_masked_array_lists_hold_bfloat16_scalars():

@@ -476,6 +476,32 @@ def test_avx512bf16_subnormals_read_as_zero(m, k):
         assert np.all(r == k * 2.0 ** -30)
 
 
+@pytest.mark.parametrize("layout", ["rows", "columns", "strided"])
+@pytest.mark.parametrize("k", [191, 63, 33])
+def test_odd_k_reads_nothing_past_a_row(layout, k):
+    """With an odd k the packers' last pair is half A's: the element after each row of A (here
+    inf, where the amx packer once read it, and past the buffer for the last row) must not
+    enter the product (inf * the zero padding would be NaN)."""
+    m, n = 255, 300
+    if layout == "rows":
+        buf = np.ones((m, k + 1), np.float32)
+        buf[:, k] = np.inf
+        a = buf.astype(bfloat16)[:, :k]
+    elif layout == "columns":
+        buf = np.ones((m, k + 1), np.float32)
+        buf[:, k] = np.inf
+        a = np.asfortranarray(buf.astype(bfloat16))[:, :k]
+    else:
+        buf = np.ones((m, 2 * k + 1), np.float32)
+        buf[:, 2 * k - 1:] = np.inf
+        a = buf.astype(bfloat16)[:, 0:2 * k - 1:2]
+    assert a.shape == (m, k) and np.isfinite(a.astype(np.float32)).all()
+    b = np.ones((k, n), bfloat16)
+    with np.errstate(all="raise"):
+        r = np.asarray(bd.matmul(a, b, out_dtype=np.float32))
+    assert np.all(r == k)
+
+
 @pytest.mark.parametrize("k", [1, 7, 64])
 def test_short_dot_keeps_subnormals_at_every_tier(k):
     """A 1 x 1 product with k <= 64 (vector @ vector) is a sequential float32 dot, not

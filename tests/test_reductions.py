@@ -461,6 +461,9 @@ def test_ufunc_at_accumulates_in_float32_with_a_bfloat16_operand():
         z = np.zeros(2, bfloat16)
         np.add.at(z, idx, other)
         assert z.astype(np.float32).tolist() == [256, 256], other      # 256 + 1 rounds to 256
+    unaligned = np.zeros(5, np.uint8)[1:].view(bfloat16)                # NumPy buffers it too
+    np.add.at(unaligned, idx, np.ones(600, bfloat16))
+    assert unaligned.astype(np.float32).tolist() == [256, 256]
     p = np.ones(1, bfloat16)
     np.multiply.at(p, np.zeros(200, np.intp), np.full(200, 1.0078125, bfloat16))
     want = float(np.array(1.0078125 ** 200, np.float32).astype(bfloat16))

@@ -634,3 +634,32 @@ def test_sequence_as_one_element_is_a_value_error_like_float16(value):
         assert not f16_deprecated or NumpyVersion(np.__version__) < "2.4.0"
         with pytest.raises(ValueError, match="setting an array element with a sequence"):
             call()
+
+
+def test_conversion_holds_the_object_it_reads():
+    """An object array's element can drop the array's reference to itself in __float__ (NumPy
+    lends the conversion a borrowed pointer); the conversion holds it, calls __float__ once,
+    and reports the overflow of the value it got."""
+    calls = []
+
+    class Drops:
+        def __float__(self):
+            calls.append(1)
+            arr[0] = None
+            return 1e300
+
+    arr = np.empty(1, dtype=object)
+    arr[0] = Drops()
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        got = arr.astype(bfloat16)
+    assert np.isinf(got.astype(np.float32)[0]) and len(calls) == 1
+    calls.clear()
+
+    class Inf:
+        def __float__(self):
+            calls.append(1)
+            return float("inf")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isposinf(np.float32(bfloat16(Inf()))) and len(calls) == 1

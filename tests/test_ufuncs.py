@@ -804,3 +804,30 @@ def test_arctan2_correctly_rounded():
             np.arctan2(tiny, np.array([2.0**60, 2.0**60], BF16))
         np.arctan2(np.array([np.nan, 1.0], BF16), np.array([1.0, np.nan], BF16))
         np.arctan2(np.array([0.0, -0.0, np.inf], BF16), np.array([-0.0, 0.0, -np.inf], BF16))
+
+
+@pytest.mark.parametrize("name", sorted((set(CORRECTLY_ROUNDED_BINARY) | set(TRANSCENDENTAL_BINARY)
+                                        | {"nextafter"}) - {"add", "multiply"}))
+def test_accumulate_of_every_binary_ufunc_follows_the_chain(name):
+    """ufunc.accumulate hands the loop in1 = out - 1 element: each output is the previous one
+    combined with the next input. Reference: the same ufunc on one element at a time (the
+    scalar loop). (add and multiply accumulate in float32: test_reductions.py.) The vector blocks used to read outputs not yet written (subtract.accumulate
+    of 1..20 gave garbage, different from run to run)."""
+    f = getattr(np, name)
+    rng = np.random.default_rng(5)
+    for n in (15, 16, 17, 40, 100, 1000):
+        vals = rng.uniform(0.5, 2.0, n).astype(np.float32)
+        vals[rng.random(n) < 0.5] *= -1
+        x = vals.astype(BF16)
+        with np.errstate(all="ignore"):
+            got = f.accumulate(x)
+            want = np.empty(n, BF16)
+            want[0] = x[0]
+            for i in range(1, n):
+                want[i:i + 1] = f(want[i - 1:i], x[i:i + 1])
+            out = np.full(n, np.nan, BF16)
+            f.accumulate(x, out=out)
+            inplace = x.copy()
+            f.accumulate(inplace, out=inplace)
+        for res in (got, out, inplace):
+            assert_same_bits(bits_of(res), bits_of(want), f"{name}.accumulate n={n}")
