@@ -499,3 +499,19 @@ def test_numerics_refuse_masked_arrays():
         with pytest.raises(TypeError, match="masked array"):
             fn(m)
     assert float(m.mean()) == 1.0 and float(numerics.mean(m.compressed())) == 1.0
+
+
+@pytest.mark.xfail(strict=True, reason="README, Reductions: multiply.reduce with initial= into an "
+                   "output NumPy buffers rounds a few rows once more (1 ulp)")
+def test_multiply_reduce_initial_into_unaligned_out_rounds_once():
+    rng = np.random.default_rng(0)
+    steps = np.array([1, 1, 1, 1.0078125, 0.9921875, -1], np.float32)
+    bad = 0
+    for _ in range(60):
+        m, n = int(rng.integers(1, 200)), int(rng.integers(2, 200))
+        x = rng.choice(steps, (m, n)).astype(bfloat16)
+        want = np.multiply.reduce(x.astype(np.float64), axis=1).astype(np.float32).astype(bfloat16)
+        out = np.zeros(2 * m + 1, np.uint8)[1:].view(bfloat16)
+        np.multiply.reduce(x, axis=1, out=out, initial=1.0)
+        bad += int(np.count_nonzero(out.view(np.uint16) != want.view(np.uint16)))
+    assert bad == 0
