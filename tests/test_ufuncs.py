@@ -831,3 +831,35 @@ def test_accumulate_of_every_binary_ufunc_follows_the_chain(name):
             f.accumulate(inplace, out=inplace)
         for res in (got, out, inplace):
             assert_same_bits(bits_of(res), bits_of(want), f"{name}.accumulate n={n}")
+
+
+@pytest.mark.parametrize("e", [2.0, -1.0, 0.5])
+def test_power_by_two_half_and_minus_one_like_powf(e):
+    """A contiguous x ** e with one exponent of 2, -1 or 0.5 runs square, reciprocal or sqrt
+    (loops.h power_by_unary): for every bfloat16 the bits and the IEEE flags equal the strided
+    call's, which runs powf element by element; -0 and -inf keep powf (+0, +inf)."""
+    x = ALL_BITS.view(BF16)
+    spread = np.zeros(2 * x.size, BF16)
+    spread[::2] = x
+    with np.errstate(all="ignore"):
+        fast = np.power(x, BF16.type(e))
+        slow = np.power(spread[::2], BF16.type(e))
+    assert_same_bits(bits_of(fast), bits_of(slow), f"x ** {e}")
+    with np.errstate(all="ignore"):
+        assert_same_bits(bits_of(x ** e), bits_of(slow), f"x ** {e} (Python float)")
+    for v in (0x0001, 0x7F7F, 0x0080, 0x7F81, 0xFF81, 0x8000, 0xFF80, 0xBF80, 0x0000):
+        one = np.full(20, v, np.uint16).view(BF16)
+        ref = np.zeros(40, BF16)
+        ref[::2] = one
+        for mode in ("raise",):
+            got_err = want_err = None
+            with np.errstate(all=mode):
+                try:
+                    np.power(one, BF16.type(e))
+                except FloatingPointError as err:
+                    got_err = str(err)
+                try:
+                    np.power(ref[::2], BF16.type(e))
+                except FloatingPointError as err:
+                    want_err = str(err)
+            assert got_err == want_err, (hex(v), e, got_err, want_err)
