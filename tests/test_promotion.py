@@ -251,3 +251,18 @@ def test_no_common_type_with_text_and_time():
         with pytest.raises(np.exceptions.DTypePromotionError, match="bfloat16"):
             np.result_type(BF, t)
     assert np.result_type(BF, object) == np.dtype(object)
+
+
+def test_where_with_the_python_float_first():
+    """np.where asks np.result_type(scalar, x) with the Python float first, which the NumPy
+    quirk above answers with float32; the bfloat16 scalar or the float second keeps bfloat16
+    (README, "Promotion")."""
+    x = np.array([1.5, np.nan, 3.0], bfloat16)
+    m = np.isnan(x)
+    assert np.where(m, 0.0, x).dtype == np.float32
+    assert np.where(m, np.nan, x).dtype == np.float32
+    assert np.where(m, bfloat16(0.0), x).dtype == BF
+    kept = np.where(~m, x, 0.0)
+    assert kept.dtype == BF and kept.astype(np.float32).tolist() == [1.5, 0.0, 3.0]
+    f16 = x.astype(np.float16)
+    assert np.where(np.isnan(f16), 0.0, f16).dtype == np.float16   # float16 is not affected

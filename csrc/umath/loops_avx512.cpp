@@ -13,6 +13,8 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
+#include <cfenv>
+#include <cstring>
 
 #ifdef __clang__ /* clang ignores GCC's target pragma: the same target on every function */
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))), apply_to = function)
@@ -23,6 +25,7 @@
 /* GCC 12 warns about the deliberately undefined source register inside its own intrinsics */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace umath {
 namespace {
@@ -893,31 +896,132 @@ inline __m512i load_at(const char *p, npy_intp i, __mmask32 k)
 
 } /* namespace */
 
+namespace {
+
+/* ---- arctan2: ops.h's Arctan2 eight lanes at a time, in float64 ---------------------------- */
+
+inline __m512d pd(double v) { return _mm512_set1_pd(v); }
+
+/* Eight bfloat16 (`bcast`: one, repeated) with NaNs replaced by 1.0 (a widening compare and the
+ * arithmetic below would raise "invalid" for a signalling one), as float64; the NaN lanes. */
+inline __m512d atan2_operand(const char *p, bool bcast, __mmask8 *nan)
+{
+    __m128i h = bcast ? _mm_set1_epi16((short)ld(p)) : _mm_loadu_si128((const __m128i *)p);
+    *nan |= _mm_cmpgt_epu16_mask(_mm_and_si128(h, _mm_set1_epi16(0x7fff)), _mm_set1_epi16(0x7f80));
+    h = _mm_mask_blend_epi16(*nan, h, _mm_set1_epi16(0x3f80));
+    return _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+}
+
+/* The steps of Arctan2::f on eight lanes: the quotient of the smaller magnitude by the larger
+ * (inf / inf as 1, x / inf and 0 / 0 as 0, no flag raised), the pi/4 shift, the polynomial and
+ * the octant; then rounded to odd into float32 and to nearest even into bfloat16, which is the
+ * functor's rounding. NaN lanes are the functor's (a + b); results below 2^-126 raise underflow
+ * as it does (tests/umath_tier_checks.py::test_arctan2_twin_matches_the_scalar_loop). */
+int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+{
+    const __m512d zero = _mm512_setzero_pd(), one = pd(1.0), inf = pd(INFINITY);
+    bool tiny_any = false;
+    npy_intp i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __mmask8 nan = 0;
+        __m512d y = atan2_operand(a + (a_bcast ? 0 : 2 * i), a_bcast, &nan);
+        __m512d x = atan2_operand(b + (b_bcast ? 0 : 2 * i), b_bcast, &nan);
+        __m512d ay = _mm512_abs_pd(y), ax = _mm512_abs_pd(x);
+        __mmask8 steep = _mm512_cmp_pd_mask(ay, ax, _CMP_GT_OQ);
+        __m512d hi = _mm512_mask_blend_pd(steep, ax, ay), lo = _mm512_mask_blend_pd(steep, ay, ax);
+        __mmask8 hi_inf = _mm512_cmp_pd_mask(hi, inf, _CMP_EQ_OQ);
+        __mmask8 both_inf = hi_inf & _mm512_cmp_pd_mask(lo, inf, _CMP_EQ_OQ);
+        __mmask8 special = hi_inf | _mm512_cmp_pd_mask(hi, zero, _CMP_EQ_OQ);
+        hi = _mm512_mask_mov_pd(hi, special, one);
+        lo = _mm512_mask_mov_pd(_mm512_mask_mov_pd(lo, special, zero), both_inf, one);
+        __mmask8 shifted = _mm512_cmp_pd_mask(lo, _mm512_mul_pd(pd(0.41421356237309504880), hi),
+                                              _CMP_GT_OQ);
+        __m512d t = _mm512_div_pd(_mm512_mask_sub_pd(lo, shifted, lo, hi),
+                                  _mm512_mask_add_pd(hi, shifted, lo, hi));
+        __m512d u = _mm512_mul_pd(t, t), u2 = _mm512_mul_pd(u, u), u4 = _mm512_mul_pd(u2, u2);
+        __m512d p01 = _mm512_add_pd(pd(-0.3333333333333101), _mm512_mul_pd(pd(0.19999999997787019), u));
+        __m512d p23 = _mm512_add_pd(pd(-0.1428571393793156), _mm512_mul_pd(pd(0.11111089999487664), u));
+        __m512d p45 = _mm512_add_pd(pd(-0.09090263937897107), _mm512_mul_pd(pd(0.07681144128845276), u));
+        __m512d p67 = _mm512_add_pd(pd(-0.06551586630537518), _mm512_mul_pd(pd(0.05171265079678373), u));
+        __m512d p = _mm512_add_pd(
+                _mm512_add_pd(p01, _mm512_mul_pd(u2, p23)),
+                _mm512_mul_pd(u4, _mm512_add_pd(_mm512_add_pd(p45, _mm512_mul_pd(u2, p67)),
+                                                _mm512_mul_pd(u4, pd(-0.027268213415821713)))));
+        __m512d base = _mm512_mask_mov_pd(zero, shifted, pd(0.78539816339744830962));
+        __m512d r = _mm512_add_pd(base, _mm512_add_pd(t, _mm512_mul_pd(_mm512_mul_pd(t, u), p)));
+        r = _mm512_mask_sub_pd(r, steep, pd(1.57079632679489661923), r);
+        r = _mm512_mask_sub_pd(r, _mm512_movepi64_mask(_mm512_castpd_si512(x)),
+                               pd(3.14159265358979323846), r);
+        tiny_any |= (_mm512_cmp_pd_mask(r, pd(0x1p-126), _CMP_LT_OQ) &
+                     _mm512_cmp_pd_mask(r, zero, _CMP_NEQ_OQ) & (__mmask8)~nan) != 0;
+        __m512i rb = _mm512_castpd_si512(r);
+        rb = _mm512_mask_or_epi64(rb, _mm512_movepi64_mask(_mm512_castpd_si512(y)), rb,
+                                  _mm512_set1_epi64((long long)0x8000000000000000ull));
+        r = _mm512_castsi512_pd(rb);
+        /* round to odd: toward zero, then the last bit set where that dropped anything */
+        __m256 f = _mm512_cvt_roundpd_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(f), r, _CMP_NEQ_UQ);
+        __m256i fb = _mm256_mask_or_epi32(_mm256_castps_si256(f), inexact, _mm256_castps_si256(f),
+                                          _mm256_set1_epi32(1));
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(fb, 16), _mm256_set1_epi32(1));
+        __m256i rounded = _mm256_srli_epi32(
+                _mm256_add_epi32(_mm256_add_epi32(fb, _mm256_set1_epi32(0x7fff)), lsb), 16);
+        _mm_storeu_si128((__m128i *)(o + 2 * i), _mm256_cvtepi32_epi16(rounded));
+        int ovf = 0;
+        for (unsigned k = nan; k != 0; k &= k - 1) { /* rare: the functor, lane by lane */
+            npy_intp j = i + __builtin_ctz(k);
+            store_rounded(o + 2 * j, Arctan2::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
+                                                bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
+        }
+    }
+    if (tiny_any) {
+        std::feraiseexcept(FE_UNDERFLOW);
+    }
+    if (i == n) return 0;
+    if (a_bcast) return binary_scalar_contig<Arctan2>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
+    if (b_bcast) return binary_scalar_contig<Arctan2>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
+    return binary_contig<Arctan2>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+}
+
+} /* namespace */
+
 /* (overflow is reported through the float32 flag: flag_rounding_overflow) */
 template <class Tier, class Op>
 int twin_binary(const char *a, const char *b, char *o, npy_intp n)
 {
-    run_blocks(o, n, a, b, [&](npy_intp i, __mmask32 k) {
-        return binary_block<Op>(load_at(a, i, k), load_at(b, i, k));
-    });
-    return 0;
+    if constexpr (std::is_same<Op, Arctan2>::value) {
+        return atan2_run(a, false, b, false, o, n);
+    }
+    else {
+        run_blocks(o, n, a, b, [&](npy_intp i, __mmask32 k) {
+            return binary_block<Op>(load_at(a, i, k), load_at(b, i, k));
+        });
+        return 0;
+    }
 }
 
 template <class Tier, class Op>
 int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
 {
-    __m512i s = _mm512_set1_epi16((short)scalar);
-    if (scalar_first) {
-        run_blocks(o, n, arr, nullptr, [&](npy_intp i, __mmask32 k) {
-            return binary_block<Op>(s, load_at(arr, i, k));
-        });
+    if constexpr (std::is_same<Op, Arctan2>::value) {
+        char s[2];
+        memcpy(s, &scalar, 2);
+        return scalar_first ? atan2_run(s, true, arr, false, o, n) : atan2_run(arr, false, s, true, o, n);
     }
     else {
-        run_blocks(o, n, arr, nullptr, [&](npy_intp i, __mmask32 k) {
-            return binary_block<Op>(load_at(arr, i, k), s);
-        });
+        __m512i s = _mm512_set1_epi16((short)scalar);
+        if (scalar_first) {
+            run_blocks(o, n, arr, nullptr, [&](npy_intp i, __mmask32 k) {
+                return binary_block<Op>(s, load_at(arr, i, k));
+            });
+        }
+        else {
+            run_blocks(o, n, arr, nullptr, [&](npy_intp i, __mmask32 k) {
+                return binary_block<Op>(load_at(arr, i, k), s);
+            });
+        }
+        return 0;
     }
-    return 0;
 }
 
 /* The block's results with the `redo` lanes recomputed from the table (when it exists) or the
@@ -1270,6 +1374,8 @@ void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
     template void twin_compare<T, Op>(const char *, const char *, npy_bool *, npy_intp);         \
     template void twin_compare_scalar<T, Op>(const char *, bf16_t, bool, npy_bool *, npy_intp);
 BF16_AVX512_BINARY_TWINS(INSTANTIATE_BINARY_, TierAvx512)
+template int twin_binary<TierAvx512, Arctan2>(const char *, const char *, char *, npy_intp);
+template int twin_binary_scalar<TierAvx512, Arctan2>(const char *, bf16_t, bool, char *, npy_intp);
 BF16_AVX512_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx512)
 BF16_AVX512_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx512)
 
