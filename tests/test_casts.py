@@ -827,3 +827,13 @@ def test_copies_of_empty_arrays(shape):
     a = np.empty(shape, BF)
     for r in (a.astype(BF), a.copy(), a.T.copy(), np.ascontiguousarray(a.T), a.astype(BF.newbyteorder())):
         assert r.size == 0 and r.dtype.kind == BF.kind
+
+
+def test_byte_swapped_dtype_prints_as_V2():
+    """NumPy prints a non-native bfloat16 dtype from its kind and size ('>V2', float16: '>f2');
+    it is still bfloat16: its scalar type, values and arithmetic (README, "Casting rules")."""
+    swapped = np.dtype(bfloat16).newbyteorder()
+    x = np.array([1.5, -2.0], swapped)
+    assert str(swapped) == ">V2" and repr(x) == "array([ 1.5, -2. ], dtype='>V2')"
+    assert swapped.type is bfloat16 and x.tobytes() == bytes([0x3F, 0xC0, 0xC0, 0x00])
+    assert (x + 1).dtype == np.dtype(bfloat16) and (x + 1).tolist() == [2.5, -1.0]
