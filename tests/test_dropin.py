@@ -466,8 +466,12 @@ def test_numpy_functions_that_compute_in_the_arrays_dtype():
     assert np.ones(1000, np.float16).astype(object).sum() == 1000
     assert float(np.ones(1000, BF16).astype(object).sum()) == 256.0
     r = np.random.default_rng(0).standard_normal(100_000).astype(BF16)
-    with pytest.raises(ValueError, match="Too many bins"):
-        np.histogram(r, bins=160)
+    try:
+        _, edges = np.histogram(r, bins=160)
+    except ValueError as err:         # NumPy 2.4 and later check the edges
+        assert "Too many bins" in str(err)
+    else:                             # 2.0 returns them, some equal
+        assert np.unique(edges).size < edges.size
     counts, _ = np.histogram(r.astype(np.float32), bins=160)   # the workaround
     assert counts.sum() == r.size
     assert np.ma.array(np.ones(3, BF16)).mean().dtype == BF16
