@@ -95,6 +95,9 @@ class NumpyContender(Contender):
     def tanh(self, a, out):
         return np.tanh(a, out=out)
 
+    def arctan2(self, a, b, out):
+        return np.arctan2(a, b, out=out)
+
     def exp_value(self, a):
         return np.exp(a)
 
@@ -266,6 +269,9 @@ class TorchContender(Contender):
 
     def tanh(self, a, out):
         return self.torch.tanh(a, out=out)
+
+    def arctan2(self, a, b, out):
+        return self.torch.atan2(a, b, out=out)
 
     def exp_value(self, a):
         return self.torch.exp(a)
