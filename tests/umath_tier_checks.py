@@ -797,6 +797,10 @@ def test_arctan2_twin_matches_the_scalar_loop():
         want = scalar_loop(np.arctan2, a, b, out_dtype=BF16)
         for n in LENGTHS + [20000]:
             assert_same_bits(bits(np.arctan2(a[:n], b[:n])), bits(want[:n]), f"arctan2 n={n}")
+        for which in (0, 1):                  # in place: the output is one of the inputs
+            ops = [a.copy(), b.copy()]
+            np.arctan2(*ops, out=ops[which])
+            assert_same_bits(bits(ops[which]), bits(want), f"arctan2 into operand {which}")
         for s in specials[::3].view(BF16):
             assert_same_bits(bits(np.arctan2(a, s)), bits(scalar_loop(np.arctan2, a, s, out_dtype=BF16)),
                              "arctan2(x, s)")
@@ -813,3 +817,49 @@ def test_arctan2_twin_matches_the_scalar_loop():
         assert vector == scalar, (hex(y), hex(x), vector, scalar)
     assert warning_kinds(lambda v: np.arctan2(v, np.full(40, 2.0**60, BF16)),
                          np.full(40, 2.0**-100, BF16)) == ["underflow"]
+
+
+def test_power_twin_matches_the_scalar_loop():
+    """power's contiguous loop (float64 lanes at the avx512 tiers, loops_avx512.cpp power_run;
+    powf elsewhere) equals the scalar (powf) loop bit for bit: random bit patterns, positive
+    bases with moderate exponents, exact results on a rounding midpoint (17 ** 2 = 289), every
+    small integer base and exponent, results near overflow and underflow, one operand broadcast,
+    every tail length; and raises the same warnings."""
+    rng = np.random.default_rng(12)
+    n = 40000
+    a = rng.integers(0, 65536, n).astype(np.uint16)
+    b = rng.integers(0, 65536, n).astype(np.uint16)
+    a[:n // 2] = rng.integers(0x3C00, 0x4300, n // 2)            # 2^-7 .. 128
+    b[:n // 2] = rng.integers(0, 0x4200, n // 2) | (rng.integers(0, 2, n // 2) << 15)
+    ints = np.arange(1, 65, dtype=np.float32)
+    ia, ib = np.meshgrid(ints, np.arange(-8, 9, dtype=np.float32))
+    exact_a = ia.ravel().astype(BF16).view(np.uint16)
+    exact_b = ib.ravel().astype(BF16).view(np.uint16)
+    edge_a = np.full(64, 0x4000, np.uint16)                   # 2 ** (±126.., ±128..)
+    edge_b = (np.float32([120, 125, 126, 127, 128, 129, -125, -126, -127, -133, -134, -140]
+                         * 6)[:64]).astype(BF16).view(np.uint16)
+    a = np.concatenate([a, exact_a, edge_a]).view(BF16)
+    b = np.concatenate([b, exact_b, edge_b]).view(BF16)
+    with np.errstate(all="ignore"):
+        want = scalar_loop(np.power, a, b, out_dtype=BF16)
+        for m in LENGTHS + [a.size]:
+            assert_same_bits(bits(np.power(a[:m], b[:m])), bits(want[:m]), f"power n={m}")
+        for which in (0, 1):                  # in place: the output is one of the inputs
+            ops = [a.copy(), b.copy()]
+            np.power(*ops, out=ops[which])
+            assert_same_bits(bits(ops[which]), bits(want), f"power into operand {which}")
+        for e in np.float32([1.5, -2.5, 3.0, 0.25, 7.0, 1e-3]).astype(BF16):
+            assert_same_bits(bits(np.power(a, e)), bits(scalar_loop(np.power, a, e, out_dtype=BF16)),
+                             f"x ** {e}")
+            assert_same_bits(bits(np.power(e, b)), bits(scalar_loop(np.power, e, b, out_dtype=BF16)),
+                             f"{e} ** x")
+    assert float(np.power(np.full(16, 17.0, BF16), np.full(16, 2.0, BF16))[3]) == 288.0
+    ordinary = np.full(40, 1.5, BF16)
+    for x, y in [(0x4000, 0x4300), (0x4000, 0xC300), (0x8000, 0xBF80), (0xBF80, 0x3F00),
+                 (0x7F81, 0x3F80), (0x3F80, 0x7F81), (0x0001, 0x4000), (0x7F80, 0xBF80)]:
+        xa, ya = ordinary.copy(), ordinary.copy()
+        xa[9] = np.uint16(x).view(BF16)
+        ya[9] = np.uint16(y).view(BF16)
+        vector = warning_kinds(lambda v: np.power(v, ya), xa)
+        scalar = warning_kinds(lambda v: scalar_loop(np.power, v, ya, out_dtype=BF16), xa)
+        assert vector == scalar, (hex(x), hex(y), vector, scalar)
