@@ -7,6 +7,8 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <immintrin.h>
+#include <cfenv>
+#include <cstring>
 
 #ifdef __clang__ /* clang ignores GCC's target pragma: the same target on every function */
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
@@ -267,11 +269,114 @@ template <> struct V<Tanh> {
 
 } /* namespace */
 
+namespace {
+
+/* ---- arctan2: ops.h's Arctan2 four lanes at a time, in float64 (loops_avx512.cpp's atan2_run
+ * with blends for masks; the scalar loop's bits and warnings:
+ * tests/umath_tier_checks.py::test_arctan2_twin_matches_the_scalar_loop) ------------------- */
+
+inline __m256d pd4(double v) { return _mm256_set1_pd(v); }
+
+/* four bfloat16 (`bcast`: one, repeated), NaNs replaced by 1.0, as float64; the NaN lanes */
+inline __m256d atan2_operand4(const char *p, bool bcast, int *nan)
+{
+    __m128i h = bcast ? _mm_set1_epi16((short)ld(p)) : _mm_loadl_epi64((const __m128i *)p);
+    __m128i is_nan = _mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7fff)), _mm_set1_epi16(0x7f80));
+    is_nan = _mm_cvtepi16_epi32(is_nan);
+    *nan |= _mm_movemask_ps(_mm_castsi128_ps(is_nan));
+    __m128i w = _mm_slli_epi32(_mm_cvtepu16_epi32(h), 16);
+    w = _mm_blendv_epi8(w, _mm_set1_epi32(0x3f800000), is_nan);
+    return _mm256_cvtps_pd(_mm_castsi128_ps(w));
+}
+
+/* a 4 x 64-bit lane mask as 4 x 32-bit lanes */
+inline __m128i narrow_mask(__m256d m)
+{
+    __m256i picked = _mm256_permutevar8x32_epi32(_mm256_castpd_si256(m),
+                                                 _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    return _mm256_castsi256_si128(picked);
+}
+
+int atan2_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+{
+    const __m256d zero = _mm256_setzero_pd(), one = pd4(1.0), inf = pd4(INFINITY);
+    const __m256d sign = pd4(-0.0);
+    bool tiny_any = false;
+    npy_intp i = 0;
+    for (; i + 4 <= n; i += 4) {
+        int nan = 0;
+        __m256d y = atan2_operand4(a + (a_bcast ? 0 : 2 * i), a_bcast, &nan);
+        __m256d x = atan2_operand4(b + (b_bcast ? 0 : 2 * i), b_bcast, &nan);
+        __m256d ay = _mm256_andnot_pd(sign, y), ax = _mm256_andnot_pd(sign, x);
+        __m256d steep = _mm256_cmp_pd(ay, ax, _CMP_GT_OQ);
+        __m256d hi = _mm256_blendv_pd(ax, ay, steep), lo = _mm256_blendv_pd(ay, ax, steep);
+        __m256d hi_inf = _mm256_cmp_pd(hi, inf, _CMP_EQ_OQ);
+        __m256d both_inf = _mm256_and_pd(hi_inf, _mm256_cmp_pd(lo, inf, _CMP_EQ_OQ));
+        __m256d special = _mm256_or_pd(hi_inf, _mm256_cmp_pd(hi, zero, _CMP_EQ_OQ));
+        hi = _mm256_blendv_pd(hi, one, special);
+        lo = _mm256_blendv_pd(_mm256_blendv_pd(lo, zero, special), one, both_inf);
+        __m256d shifted = _mm256_cmp_pd(lo, _mm256_mul_pd(pd4(0.41421356237309504880), hi), _CMP_GT_OQ);
+        __m256d t = _mm256_div_pd(_mm256_blendv_pd(lo, _mm256_sub_pd(lo, hi), shifted),
+                                  _mm256_blendv_pd(hi, _mm256_add_pd(lo, hi), shifted));
+        __m256d u = _mm256_mul_pd(t, t), u2 = _mm256_mul_pd(u, u), u4 = _mm256_mul_pd(u2, u2);
+        __m256d p01 = _mm256_add_pd(pd4(-0.3333333333333101), _mm256_mul_pd(pd4(0.19999999997787019), u));
+        __m256d p23 = _mm256_add_pd(pd4(-0.1428571393793156), _mm256_mul_pd(pd4(0.11111089999487664), u));
+        __m256d p45 = _mm256_add_pd(pd4(-0.09090263937897107), _mm256_mul_pd(pd4(0.07681144128845276), u));
+        __m256d p67 = _mm256_add_pd(pd4(-0.06551586630537518), _mm256_mul_pd(pd4(0.05171265079678373), u));
+        __m256d p = _mm256_add_pd(
+                _mm256_add_pd(p01, _mm256_mul_pd(u2, p23)),
+                _mm256_mul_pd(u4, _mm256_add_pd(_mm256_add_pd(p45, _mm256_mul_pd(u2, p67)),
+                                                _mm256_mul_pd(u4, pd4(-0.027268213415821713)))));
+        __m256d base = _mm256_and_pd(shifted, pd4(0.78539816339744830962));
+        __m256d r = _mm256_add_pd(base, _mm256_add_pd(t, _mm256_mul_pd(_mm256_mul_pd(t, u), p)));
+        r = _mm256_blendv_pd(r, _mm256_sub_pd(pd4(1.57079632679489661923), r), steep);
+        r = _mm256_blendv_pd(r, _mm256_sub_pd(pd4(3.14159265358979323846), r), x); /* x's sign */
+        __m256d tiny = _mm256_and_pd(_mm256_cmp_pd(r, pd4(0x1p-126), _CMP_LT_OQ),
+                                     _mm256_cmp_pd(r, zero, _CMP_NEQ_OQ));
+        tiny_any |= (_mm256_movemask_pd(tiny) & ~nan) != 0;
+        r = _mm256_xor_pd(r, _mm256_and_pd(y, sign));
+        /* round to odd: to nearest, a step back toward zero where that went away from zero,
+         * and the last bit set where anything was dropped */
+        __m128 f = _mm256_cvtpd_ps(r);
+        __m256d back = _mm256_cvtps_pd(f);
+        __m128i inexact = narrow_mask(_mm256_cmp_pd(back, r, _CMP_NEQ_UQ));
+        __m128i away = narrow_mask(_mm256_cmp_pd(_mm256_andnot_pd(sign, back),
+                                                 _mm256_andnot_pd(sign, r), _CMP_GT_OQ));
+        __m128i fb = _mm_add_epi32(_mm_castps_si128(f), away); /* away lanes are -1 */
+        fb = _mm_or_si128(fb, _mm_and_si128(inexact, _mm_set1_epi32(1)));
+        __m128i lsb = _mm_and_si128(_mm_srli_epi32(fb, 16), _mm_set1_epi32(1));
+        __m128i rounded = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(fb, _mm_set1_epi32(0x7fff)), lsb), 16);
+        alignas(16) char res[16];
+        _mm_store_si128((__m128i *)res, _mm_packus_epi32(rounded, rounded));
+        int ovf = 0;
+        for (int k = nan; k != 0; k &= k - 1) { /* the functor, before the store (in place) */
+            int lane = __builtin_ctz(k);
+            npy_intp j = i + lane;
+            store_rounded(res + 2 * lane, Arctan2::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
+                                                     bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
+        }
+        memcpy(o + 2 * i, res, 8);
+    }
+    if (tiny_any) {
+        std::feraiseexcept(FE_UNDERFLOW);
+    }
+    if (i == n) return 0;
+    if (a_bcast) return binary_scalar_contig<Arctan2>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
+    if (b_bcast) return binary_scalar_contig<Arctan2>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
+    return binary_contig<Arctan2>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+}
+
+} /* namespace */
+
 inline __m256i load16(const char *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 template <class Tier, class Op>
 int twin_binary(const char *a, const char *b, char *o, npy_intp n)
 {
+    if constexpr (std::is_same<Op, Arctan2>::value) {
+        return atan2_run4(a, false, b, false, o, n);
+    }
+    else {
     npy_intp i = 0;
     if (streaming_output(o, n)) {
         for (; i + 16 <= n; i += 16) {
@@ -289,11 +394,18 @@ int twin_binary(const char *a, const char *b, char *o, npy_intp n)
         _mm256_storeu_si256((__m256i *)(o + 2 * i), arith16<Op>(load16(a + 2 * i), load16(b + 2 * i)));
     }
     return binary_contig<Op>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+    }
 }
 
 template <class Tier, class Op>
 int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
 {
+    if constexpr (std::is_same<Op, Arctan2>::value) {
+        char sc[2];
+        memcpy(sc, &scalar, 2);
+        return scalar_first ? atan2_run4(sc, true, arr, false, o, n) : atan2_run4(arr, false, sc, true, o, n);
+    }
+    else {
     __m256i s = _mm256_set1_epi16((short)scalar);
     npy_intp i = 0;
     bool stream = streaming_output(o, n);
@@ -315,6 +427,7 @@ int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *
         _mm_sfence();
     }
     return binary_scalar_contig<Op>(arr + 2 * i, scalar, scalar_first, o + 2 * i, n - i);
+    }
 }
 
 template <class Tier, class Op>
@@ -501,6 +614,8 @@ void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
     template void twin_compare<T, Op>(const char *, const char *, npy_bool *, npy_intp);         \
     template void twin_compare_scalar<T, Op>(const char *, bf16_t, bool, npy_bool *, npy_intp);
 BF16_AVX2_BINARY_TWINS(INSTANTIATE_BINARY_, TierAvx2)
+template int twin_binary<TierAvx2, Arctan2>(const char *, const char *, char *, npy_intp);
+template int twin_binary_scalar<TierAvx2, Arctan2>(const char *, bf16_t, bool, char *, npy_intp);
 BF16_AVX2_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx2)
 BF16_AVX2_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx2)
 

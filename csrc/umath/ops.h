@@ -111,8 +111,8 @@ struct Fmin {
 /*
  * atan2 in float64, rounded to odd into float32 so that the adapter's rounding to bfloat16 is
  * the correct rounding of the float64 value, and 2-3x faster than libm's atan2f was
- * (README, "Speed": 1e5 random pairs 6.1 -> 1.9-2.4 ms on the AMD EPYC Zen 5; the avx512
- * tiers run the same steps eight lanes at a time, loops_avx512.cpp atan2_run). The angle of the smaller
+ * (README, "Speed": 1e5 random pairs 6.1 -> 1.9-2.4 ms on the AMD EPYC Zen 5; the avx512 and
+ * avx2 tiers run the same steps eight and four lanes at a time: atan2_run, atan2_run4). The angle of the smaller
  * magnitude over the larger, t in [0, 1] (no 0/0 or inf/inf is ever divided), shifted by pi/4
  * above tan(pi/8); a degree-8 polynomial in t^2 (least squares on Chebyshev nodes, relative error
  * 4e-15) gives atan there; then the octant and the sign. A result below 2^-126 raises underflow,
