@@ -729,7 +729,7 @@ template <class Op> static void unary_loop(char **args, npy_intp const *dims, np
  * which keep powf; values and IEEE flags are checked against the strided powf loop for every
  * bfloat16 (tests/test_ufuncs.py::test_power_by_two_half_and_minus_one_like_powf).
  */
-static bool power_by_unary(const char *a, bf16_t e, char *o, npy_intp n)
+static inline bool power_by_unary(const char *a, bf16_t e, char *o, npy_intp n)
 {
     char *args[2] = {const_cast<char *>(a), o};
     npy_intp steps[2] = {2, 2};
