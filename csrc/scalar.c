@@ -677,14 +677,21 @@ bf16_scalar_bits_get(PyObject *self, void *Py_UNUSED(closure))
 }
 
 static PyMethodDef bf16_scalar_methods[] = {
+    /* "name($self, ...)\n--\n\n" heads give inspect.signature its answer
+     * (tests/test_scalar.py::test_signatures_for_inspect) */
     {"is_integer", bf16_scalar_is_integer, METH_NOARGS,
-     "True if the value is finite and integral."},
+     "is_integer($self, /)\n--\n\nTrue if the value is finite and integral."},
     {"as_integer_ratio", bf16_scalar_as_integer_ratio, METH_NOARGS,
+     "as_integer_ratio($self, /)\n--\n\n"
      "The exact value as a ratio of two integers (like float.as_integer_ratio)."},
-    {"item", bf16_scalar_item, METH_VARARGS, "The value as a Python float (exact)."},
-    {"__reduce__", bf16_scalar_reduce, METH_NOARGS, "Pickle support (exact bits)."},
-    {"__format__", bf16_scalar_format, METH_O, "Format like float, e.g. f'{x:.3f}'."},
+    {"item", bf16_scalar_item, METH_VARARGS,
+     "item($self, /, *args)\n--\n\nThe value as a Python float (exact)."},
+    {"__reduce__", bf16_scalar_reduce, METH_NOARGS,
+     "__reduce__($self, /)\n--\n\nPickle support (exact bits)."},
+    {"__format__", bf16_scalar_format, METH_O,
+     "__format__($self, format_spec, /)\n--\n\nFormat like float, e.g. f'{x:.3f}'."},
     {"__round__", bf16_scalar_round, METH_VARARGS,
+     "__round__($self, ndigits=None, /)\n--\n\n"
      "round(x) as a Python int; round(x, n) to n decimals, rounded to bfloat16 once."},
     {NULL, NULL, 0, NULL}};
 
@@ -914,7 +921,7 @@ PyTypeObject PyBFloat16_Type = {
     .tp_name = "bfloat16_dtype.bfloat16",
     .tp_basicsize = sizeof(PyBFloat16Object),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "bfloat16(value=0.0)\n\nA 16-bit brain floating point number: float32's sign and 8-bit\n"
+    .tp_doc = "bfloat16(value=0.0)\n--\n\nA 16-bit brain floating point number: float32's sign and 8-bit\n"
               "exponent with a 7-bit mantissa. Converting from any number rounds once, to\n"
               "nearest even.\n\n>>> bfloat16(0.1)\nbfloat16(0.1)\n>>> float(bfloat16(0.1))\n"
               "0.10009765625",

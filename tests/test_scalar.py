@@ -663,3 +663,17 @@ def test_conversion_holds_the_object_it_reads():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.isposinf(np.float32(bfloat16(Inf()))) and len(calls) == 1
+
+
+def test_signatures_for_inspect():
+    """inspect.signature answers for the type and its methods, as for np.float16 (help(),
+    IDEs and documentation tools ask it)."""
+    import inspect
+    assert str(inspect.signature(bfloat16)) == "(value=0.0)"
+    assert str(inspect.signature(np.float16)) == "(value=0, /)"       # the reference exists
+    for name, text in (("is_integer", "(self, /)"), ("as_integer_ratio", "(self, /)"),
+                       ("__format__", "(self, format_spec, /)"),
+                       ("__round__", "(self, ndigits=None, /)")):
+        assert str(inspect.signature(getattr(bfloat16, name))) == text
+    assert bfloat16.__doc__.startswith("A 16-bit brain floating point number")
+    assert float(bfloat16(value=0.1)) == 0.10009765625
