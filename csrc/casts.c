@@ -328,6 +328,73 @@ BF16_TO_COMPLEX(clongdouble, long double)
 
 /* ---- casts given to the DType spec (dtype.c) ------------------------------------------ */
 
+/*
+ * casting="same_value" (NumPy >= 2.4): the float32/float64 casts and the bfloat16 copy declare
+ * it, and the casts into bfloat16 check that every value survives (NaN counts as surviving, as
+ * in NumPy's own float casts) (tests/test_casts.py::test_same_value_casts). NumPy passes the
+ * request in the loop context's `flags`, a field the 2.0 API this module builds against does
+ * not declare: it sits after `descriptors` and a reserved pointer in NumPy's context from 2.4 on.
+ */
+#define BF16_NPY_2_4_RUNTIME 0x00000015
+#define BF16_SAME_VALUE_CASTING_FLAG 64 /* NPY_SAME_VALUE_CASTING_FLAG */
+
+static int
+same_value_supported(void)
+{
+    return PyArray_RUNTIME_VERSION >= BF16_NPY_2_4_RUNTIME;
+}
+
+static int
+same_value_requested(const PyArrayMethod_Context *context)
+{
+    if (!same_value_supported()) {
+        return 0;
+    }
+    uint64_t flags;
+    memcpy(&flags, (const char *)context + 4 * sizeof(void *), sizeof(flags));
+    return (flags & 1) != 0; /* NPY_SAME_VALUE_CONTEXT_FLAG */
+}
+
+/* The loops run without the GIL: take it to report the value that did not survive. */
+static int
+same_value_error(const char *from)
+{
+    PyGILState_STATE st = PyGILState_Ensure();
+    PyErr_Format(PyExc_ValueError, "could not cast 'same_value' %s to bfloat16", from);
+    PyGILState_Release(st);
+    return -1;
+}
+
+static int
+f32_values_survive(const char *src, npy_intp ss, const char *dst, npy_intp ds, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        float v;
+        bf16_t h;
+        memcpy(&v, src + i * ss, sizeof(v));
+        memcpy(&h, dst + i * ds, sizeof(h));
+        if (!isnan(v) && bf16_to_f32(h) != v) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int
+f64_values_survive(const char *src, npy_intp ss, const char *dst, npy_intp ds, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        double v;
+        bf16_t h;
+        memcpy(&v, src + i * ss, sizeof(v));
+        memcpy(&h, dst + i * ds, sizeof(h));
+        if (!isnan(v) && (double)bf16_to_f32(h) != v) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* bfloat16 -> bfloat16: a copy, or a byte swap between byte orders. */
 static NPY_CASTING
 copy_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
@@ -345,11 +412,12 @@ copy_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
         Py_INCREF(given[1]);
         loop[1] = given[1];
     }
+    int flag = same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0;
     if (PyArray_ISNBO(loop[0]->byteorder) == PyArray_ISNBO(loop[1]->byteorder)) {
         *view_offset = 0;
-        return NPY_NO_CASTING;
+        return (NPY_CASTING)(NPY_NO_CASTING | flag);
     }
-    return NPY_EQUIV_CASTING;
+    return (NPY_CASTING)(NPY_EQUIV_CASTING | flag);
 }
 
 static int
@@ -658,12 +726,16 @@ from_complex_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(meth
  * element. bf16_from_f32_array/bf16_from_f64_array gather strided runs into blocks for the
  * contiguous kernels. */
 static int
-f32_at_stride_to_bf16_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
+f32_at_stride_to_bf16_loop(PyArrayMethod_Context *context, char *const *data,
                     const npy_intp *dimensions, const npy_intp *strides,
                     NpyAuxData *NPY_UNUSED(auxdata))
 {
     int overflow = 0;
     bf16_from_f32_array(data[0], strides[0], data[1], strides[1], dimensions[0], &overflow);
+    if (same_value_requested(context) &&
+            !f32_values_survive(data[0], strides[0], data[1], strides[1], dimensions[0])) {
+        return same_value_error("float");
+    }
     bf16_reduction_cast(data[0], strides[0], 0, data[1], strides[1], 1, dimensions[0]);
     if (overflow) {
         bf16_raise_overflow();
@@ -672,13 +744,17 @@ f32_at_stride_to_bf16_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *con
 }
 
 static int
-f64_at_stride_to_bf16_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
+f64_at_stride_to_bf16_loop(PyArrayMethod_Context *context, char *const *data,
                      const npy_intp *dimensions, const npy_intp *strides,
                      NpyAuxData *NPY_UNUSED(auxdata))
 {
     int overflow = 0, underflow = 0;
     bf16_from_f64_array(data[0], strides[0], data[1], strides[1], dimensions[0], &overflow,
                         &underflow);
+    if (same_value_requested(context) &&
+            !f64_values_survive(data[0], strides[0], data[1], strides[1], dimensions[0])) {
+        return same_value_error("double");
+    }
     bf16_reduction_cast(data[0], strides[0], 0, data[1], strides[1], 1, dimensions[0]);
     if (overflow) {
         bf16_raise_overflow();
@@ -826,8 +902,9 @@ float_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method
             return (NPY_CASTING)-1;
         }
     }
-    /* the specs' levels: into bfloat16 same_kind, out of it safe */
-    return dtypes[1]->type_num == bf16_type_num ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING;
+    /* the specs' levels: into bfloat16 same_kind, out of it safe; same_value where NumPy has it */
+    int level = dtypes[1]->type_num == bf16_type_num ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING;
+    return (NPY_CASTING)(level | (same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0));
 }
 
 static PyArrayMethod_Spec float_cast_specs[4];
@@ -873,7 +950,8 @@ fill_float_cast_specs(void)
         float_cast_dtypes[i][1] = into ? NULL : others[i];
         float_cast_specs[i] = (PyArrayMethod_Spec){
             .name = names[i], .nin = 1, .nout = 1,
-            .casting = into ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING,
+            .casting = (NPY_CASTING)((into ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING) |
+                                     (same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0)),
             .flags = NPY_METH_SUPPORTS_UNALIGNED,
             .dtypes = float_cast_dtypes[i], .slots = slots[i],
         };
@@ -904,7 +982,9 @@ bf16_spec_casts(void)
     /* NULL in dtypes stands for the DType being created */
     copy_dtypes[0] = copy_dtypes[1] = NULL;
     copy_spec = (PyArrayMethod_Spec){
-        .name = "bfloat16_copy", .nin = 1, .nout = 1, .casting = NPY_EQUIV_CASTING,
+        .name = "bfloat16_copy", .nin = 1, .nout = 1,
+        .casting = (NPY_CASTING)(NPY_EQUIV_CASTING |
+                                 (same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0)),
         .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_NO_FLOATINGPOINT_ERRORS,
         .dtypes = copy_dtypes, .slots = copy_slots,
     };

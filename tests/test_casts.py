@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from numpy.lib import NumpyVersion
 
 from bfloat16_dtype import bfloat16
 from conftest import X86_64, exact_f32, reference_round
@@ -837,3 +838,34 @@ def test_byte_swapped_dtype_prints_as_V2():
     assert str(swapped) == ">V2" and repr(x) == "array([ 1.5, -2. ], dtype='>V2')"
     assert swapped.type is bfloat16 and x.tobytes() == bytes([0x3F, 0xC0, 0xC0, 0x00])
     assert (x + 1).dtype == np.dtype(bfloat16) and (x + 1).tolist() == [2.5, -1.0]
+
+
+@pytest.mark.skipif(NumpyVersion(np.__version__) < "2.4.0",
+                    reason="casting='same_value' arrived in NumPy 2.4")
+def test_same_value_casts():
+    """astype(..., casting="same_value"): float32/float64 -> bfloat16 succeeds exactly when every
+    value survives (all 65,536 bfloat16 values as float32 and float64, NaN included, any layout)
+    and otherwise raises NumPy's ValueError; bfloat16 -> float32/float64 and the byte-swapping
+    copy always succeed. The integer, bool, float16 and complex casts do not declare it
+    (TypeError, README "Differences from float16 that remain")."""
+    every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(bfloat16)
+    for wide in (np.float32, np.float64):
+        with np.errstate(invalid="ignore"):   # signalling NaNs, as in the plain casts
+            src = every.astype(wide)
+        for view in (src, src[::-1], np.concatenate([src, src])[::2]):
+            with np.errstate(invalid="ignore"):
+                back = view.astype(bfloat16, casting="same_value")
+            nan = np.isnan(view)
+            assert np.array_equal(back.astype(wide)[~nan], view[~nan])
+            assert np.isnan(back.astype(wide)[nan]).all()
+        for bad in ([1.5, 0.1], [3.4e38], [2.0 ** -140, 1.0]):
+            arr = np.array(bad, wide)
+            with np.errstate(all="ignore"), pytest.raises(ValueError, match="same_value"):
+                arr.astype(bfloat16, casting="same_value")
+        with np.errstate(invalid="ignore"):
+            assert every.astype(wide, casting="same_value").size == 65536
+    swapped = every.astype(np.dtype(bfloat16).newbyteorder(), casting="same_value")
+    assert np.array_equal(swapped.astype(bfloat16).view(np.uint16), every.view(np.uint16))
+    for other in (np.int32, np.float16, np.bool_):
+        with pytest.raises(TypeError, match="same_value"):
+            every[:4].astype(other, casting="same_value")
