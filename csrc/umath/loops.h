@@ -305,9 +305,10 @@ BF16_AVX2_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx2)
 BF16_AVX512_BINARY_TWINS(BF16_HAS_BINARY_, TierAvx512)
 BF16_AVX512_UNARY_TWINS(BF16_HAS_UNARY_, TierAvx512)
 BF16_AVX512_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx512)
-/* arctan2's (avx2, avx512) and power's (avx512) twins have no float32 block form:
- * twin_binary and twin_binary_scalar only */
+/* arctan2's and power's twins have no float32 block form: twin_binary and
+ * twin_binary_scalar only */
 BF16_HAS_BINARY_(TierAvx2, Arctan2)
+BF16_HAS_BINARY_(TierAvx2, Power)
 BF16_HAS_BINARY_(TierAvx512, Arctan2)
 BF16_HAS_BINARY_(TierAvx512, Power)
 #endif
@@ -725,31 +726,32 @@ template <class Op> static void unary_loop(char **args, npy_intp const *dims, np
  * x ** 2.0, x ** -1.0 and x ** 0.5 with one exponent for the whole call: NumPy turns these into
  * square, reciprocal and sqrt for its own floats (fast_scalar_power), not for a user dtype, and
  * powf took 6 ns an element where the unary loops take a few tenths. x * x and 1 / x in float32
- * round to bfloat16 as powf's result does, sqrt too but at -0 and -inf (pow gives +0 and +inf),
- * which keep powf; values and IEEE flags are checked against the strided powf loop for every
- * bfloat16 (tests/test_ufuncs.py::test_power_by_two_half_and_minus_one_like_powf).
+ * round to bfloat16 as powf's result does, sqrt too but at -0 and -inf (pow gives +0 and +inf);
+ * a call with those or a NaN (whose sign and payload are powf's choice) keeps powf; bits and
+ * IEEE flags are checked against the strided powf loop for every bfloat16 (tests/test_ufuncs.py::test_power_by_two_half_and_minus_one_like_powf).
  */
 static inline bool power_by_unary(const char *a, bf16_t e, char *o, npy_intp n)
 {
     char *args[2] = {const_cast<char *>(a), o};
     npy_intp steps[2] = {2, 2};
-    if (e == 0x4000) { /* 2.0 */
+    if (e != 0x4000 && e != 0xBF80 && e != 0x3F00) { /* 2.0, -1.0, 0.5 */
+        return false;
+    }
+    /* a NaN (powf's NaN is not the unary loops' one) or, for 0.5, -0 or -inf: powf */
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t x = ld(a + 2 * i);
+        if ((x & 0x7fff) > 0x7f80 || (e == 0x3F00 && (x == 0x8000 || x == 0xFF80))) return false;
+    }
+    if (e == 0x4000) {
         unary_loop<bf16ops::Square>(args, &n, steps, nullptr);
-        return true;
     }
-    if (e == 0xBF80) { /* -1.0 */
+    else if (e == 0xBF80) {
         unary_loop<bf16ops::Reciprocal>(args, &n, steps, nullptr);
-        return true;
     }
-    if (e == 0x3F00) { /* 0.5 */
-        for (npy_intp i = 0; i < n; i++) {
-            bf16_t x = ld(a + 2 * i);
-            if (x == 0x8000 || x == 0xFF80) return false;
-        }
+    else {
         unary_loop<bf16ops::Sqrt>(args, &n, steps, nullptr);
-        return true;
     }
-    return false;
+    return true;
 }
 
 template <class Op>

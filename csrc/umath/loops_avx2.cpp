@@ -318,7 +318,9 @@ int atan2_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
         __m256d shifted = _mm256_cmp_pd(lo, _mm256_mul_pd(pd4(0.41421356237309504880), hi), _CMP_GT_OQ);
         __m256d t = _mm256_div_pd(_mm256_blendv_pd(lo, _mm256_sub_pd(lo, hi), shifted),
                                   _mm256_blendv_pd(hi, _mm256_add_pd(lo, hi), shifted));
-        __m256d u = _mm256_mul_pd(t, t), u2 = _mm256_mul_pd(u, u), u4 = _mm256_mul_pd(u2, u2);
+        __m256d u = _mm256_mul_pd(t, t);
+        u = _mm256_and_pd(_mm256_cmp_pd(u, pd4(0x1p-60), _CMP_GE_OQ), u); /* as in ops.h */
+        __m256d u2 = _mm256_mul_pd(u, u), u4 = _mm256_mul_pd(u2, u2);
         __m256d p01 = _mm256_add_pd(pd4(-0.3333333333333101), _mm256_mul_pd(pd4(0.19999999997787019), u));
         __m256d p23 = _mm256_add_pd(pd4(-0.1428571393793156), _mm256_mul_pd(pd4(0.11111089999487664), u));
         __m256d p45 = _mm256_add_pd(pd4(-0.09090263937897107), _mm256_mul_pd(pd4(0.07681144128845276), u));
@@ -366,6 +368,111 @@ int atan2_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
     return binary_contig<Arctan2>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
 }
 
+/* ---- power: loops_avx512.cpp's power_run four lanes at a time (the exponent and mantissa
+ * taken from the float64 bits, 2^k built in them), powf for the lanes it must decide: the
+ * scalar loop's bits and warnings (tests/umath_tier_checks.py::
+ * test_power_twin_matches_the_scalar_loop) ---------------------------------------------------- */
+
+/* four bfloat16's bits (`bcast`: one, repeated) */
+inline __m128i load4(const char *p, bool bcast)
+{
+    return bcast ? _mm_set1_epi16((short)ld(p)) : _mm_loadl_epi64((const __m128i *)p);
+}
+
+inline __m256d widen4(__m128i h)
+{
+    return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16)));
+}
+
+int power_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+{
+    const __m256d one = pd4(1.0);
+    npy_intp i = 0;
+    int ovf = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m128i hx = load4(a + (a_bcast ? 0 : 2 * i), a_bcast);
+        __m128i hy = load4(b + (b_bcast ? 0 : 2 * i), b_bcast);
+        /* powf's lanes: x negative, zero, inf or NaN (x - 1 >= 0x7f7f unsigned, as signed:
+         * outside 0 .. 0x7f7e); y inf or NaN */
+        __m128i xm1 = _mm_sub_epi16(hx, _mm_set1_epi16(1));
+        __m128i bad = _mm_or_si128(
+                _mm_or_si128(_mm_cmplt_epi16(xm1, _mm_setzero_si128()),
+                             _mm_cmpgt_epi16(xm1, _mm_set1_epi16(0x7f7e))),
+                _mm_cmpgt_epi16(_mm_and_si128(hy, _mm_set1_epi16(0x7fff)), _mm_set1_epi16(0x7f7f)));
+        hx = _mm_blendv_epi8(hx, _mm_set1_epi16(0x3f80), bad);
+        hy = _mm_blendv_epi8(hy, _mm_set1_epi16(0x3f80), bad);
+        int scalar = _mm_movemask_ps(_mm_castsi128_ps(_mm_cvtepi16_epi32(bad)));
+        __m256d x = widen4(hx), y = widen4(hy);
+        __m256i xb = _mm256_castpd_si256(x);
+        /* x = m 2^e, m in [1, 2): from the bits (every widened bfloat16 is a normal double) */
+        __m128i e32 = _mm_sub_epi32(narrow_mask(_mm256_castsi256_pd(_mm256_srli_epi64(xb, 52))),
+                                    _mm_set1_epi32(1023));
+        __m256d e = _mm256_cvtepi32_pd(e32);
+        __m256d m = _mm256_castsi256_pd(_mm256_or_si256(
+                _mm256_and_si256(xb, _mm256_set1_epi64x(0x000fffffffffffffll)),
+                _mm256_set1_epi64x(0x3ff0000000000000ll)));
+        __m256d big = _mm256_cmp_pd(m, pd4(1.41421356237309504880), _CMP_GT_OQ);
+        m = _mm256_blendv_pd(m, _mm256_mul_pd(m, pd4(0.5)), big);
+        e = _mm256_add_pd(e, _mm256_and_pd(big, one));
+        __m256d s = _mm256_div_pd(_mm256_sub_pd(m, one), _mm256_add_pd(m, one));
+        __m256d s2 = _mm256_mul_pd(s, s);
+        __m256d q = pd4(0.16972882833987804);
+        q = _mm256_fmadd_pd(q, s2, pd4(0.19235933878519512));
+        q = _mm256_fmadd_pd(q, s2, pd4(0.2219530832136867));
+        q = _mm256_fmadd_pd(q, s2, pd4(0.2623081892525388));
+        q = _mm256_fmadd_pd(q, s2, pd4(0.3205988979753252));
+        q = _mm256_fmadd_pd(q, s2, pd4(0.41219858311113244));
+        q = _mm256_fmadd_pd(q, s2, pd4(0.5770780163555853));
+        q = _mm256_fmadd_pd(q, s2, pd4(0.9617966939259757));
+        q = _mm256_fmadd_pd(q, s2, pd4(2.8853900817779268));
+        __m256d t = _mm256_mul_pd(y, _mm256_fmadd_pd(s, q, e));
+        __m256d out = _mm256_cmp_pd(_mm256_andnot_pd(pd4(-0.0), t), pd4(125.0), _CMP_GT_OQ);
+        scalar |= _mm256_movemask_pd(out);
+        t = _mm256_andnot_pd(out, t);
+        __m256d k = _mm256_round_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256d f = _mm256_sub_pd(t, k);
+        __m256d p = pd4(2.5678435993488196e-11);
+        p = _mm256_fmadd_pd(p, f, pd4(4.44553827187081e-10));
+        p = _mm256_fmadd_pd(p, f, pd4(7.054911620801121e-09));
+        p = _mm256_fmadd_pd(p, f, pd4(1.0178086009239696e-07));
+        p = _mm256_fmadd_pd(p, f, pd4(1.3215486790144305e-06));
+        p = _mm256_fmadd_pd(p, f, pd4(1.5252733804059838e-05));
+        p = _mm256_fmadd_pd(p, f, pd4(0.00015403530393381606));
+        p = _mm256_fmadd_pd(p, f, pd4(0.0013333558146428441));
+        p = _mm256_fmadd_pd(p, f, pd4(0.009618129107628477));
+        p = _mm256_fmadd_pd(p, f, pd4(0.055504108664821576));
+        p = _mm256_fmadd_pd(p, f, pd4(0.2402265069591007));
+        p = _mm256_fmadd_pd(p, f, pd4(0.6931471805599453));
+        p = _mm256_fmadd_pd(p, f, one);
+        /* 2^k for |k| <= 125 as a double's exponent bits */
+        __m256i kk = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
+        __m256d scale = _mm256_castsi256_pd(
+                _mm256_slli_epi64(_mm256_add_epi64(kk, _mm256_set1_epi64x(1023)), 52));
+        __m256d r = _mm256_mul_pd(p, scale);
+        __m256i rb = _mm256_and_si256(_mm256_castpd_si256(r), _mm256_set1_epi64x((1ll << 45) - 1));
+        __m256i off = _mm256_sub_epi64(rb, _mm256_set1_epi64x(1ll << 44));
+        __m256i near = _mm256_and_si256(_mm256_cmpgt_epi64(off, _mm256_set1_epi64x(-(1ll << 32))),
+                                        _mm256_cmpgt_epi64(_mm256_set1_epi64x(1ll << 32), off));
+        scalar |= _mm256_movemask_pd(_mm256_castsi256_pd(near));
+        __m128i u = _mm_castps_si128(_mm256_cvtpd_ps(r)); /* normal float32: only "inexact" */
+        __m128i lsb = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+        __m128i rounded = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)), lsb), 16);
+        alignas(16) char res[16];
+        _mm_store_si128((__m128i *)res, _mm_packus_epi32(rounded, rounded));
+        for (int kb = scalar; kb != 0; kb &= kb - 1) { /* powf, before the store (in place) */
+            int lane = __builtin_ctz(kb);
+            npy_intp j = i + lane;
+            store_rounded(res + 2 * lane, Power::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
+                                                   bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
+        }
+        memcpy(o + 2 * i, res, 8);
+    }
+    if (i == n) return ovf;
+    if (a_bcast) return ovf | binary_scalar_contig<Power>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
+    if (b_bcast) return ovf | binary_scalar_contig<Power>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
+    return ovf | binary_contig<Power>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+}
+
 } /* namespace */
 
 inline __m256i load16(const char *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -375,6 +482,9 @@ int twin_binary(const char *a, const char *b, char *o, npy_intp n)
 {
     if constexpr (std::is_same<Op, Arctan2>::value) {
         return atan2_run4(a, false, b, false, o, n);
+    }
+    else if constexpr (std::is_same<Op, Power>::value) {
+        return power_run4(a, false, b, false, o, n);
     }
     else {
     npy_intp i = 0;
@@ -404,6 +514,11 @@ int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *
         char sc[2];
         memcpy(sc, &scalar, 2);
         return scalar_first ? atan2_run4(sc, true, arr, false, o, n) : atan2_run4(arr, false, sc, true, o, n);
+    }
+    else if constexpr (std::is_same<Op, Power>::value) {
+        char sc[2];
+        memcpy(sc, &scalar, 2);
+        return scalar_first ? power_run4(sc, true, arr, false, o, n) : power_run4(arr, false, sc, true, o, n);
     }
     else {
     __m256i s = _mm256_set1_epi16((short)scalar);
@@ -616,6 +731,8 @@ void compare_run(const char *a, const char *b, npy_bool *o, npy_intp n)
 BF16_AVX2_BINARY_TWINS(INSTANTIATE_BINARY_, TierAvx2)
 template int twin_binary<TierAvx2, Arctan2>(const char *, const char *, char *, npy_intp);
 template int twin_binary_scalar<TierAvx2, Arctan2>(const char *, bf16_t, bool, char *, npy_intp);
+template int twin_binary<TierAvx2, Power>(const char *, const char *, char *, npy_intp);
+template int twin_binary_scalar<TierAvx2, Power>(const char *, bf16_t, bool, char *, npy_intp);
 BF16_AVX2_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx2)
 BF16_AVX2_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx2)
 

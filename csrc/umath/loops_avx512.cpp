@@ -938,7 +938,9 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
                                               _CMP_GT_OQ);
         __m512d t = _mm512_div_pd(_mm512_mask_sub_pd(lo, shifted, lo, hi),
                                   _mm512_mask_add_pd(hi, shifted, lo, hi));
-        __m512d u = _mm512_mul_pd(t, t), u2 = _mm512_mul_pd(u, u), u4 = _mm512_mul_pd(u2, u2);
+        __m512d u = _mm512_mul_pd(t, t);
+        u = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(u, pd(0x1p-60), _CMP_GE_OQ), u); /* ops.h */
+        __m512d u2 = _mm512_mul_pd(u, u), u4 = _mm512_mul_pd(u2, u2);
         __m512d p01 = _mm512_add_pd(pd(-0.3333333333333101), _mm512_mul_pd(pd(0.19999999997787019), u));
         __m512d p23 = _mm512_add_pd(pd(-0.1428571393793156), _mm512_mul_pd(pd(0.11111089999487664), u));
         __m512d p45 = _mm512_add_pd(pd(-0.09090263937897107), _mm512_mul_pd(pd(0.07681144128845276), u));

@@ -119,10 +119,19 @@ struct Fmin {
  * as atan2f does. Checked against numpy's float64 arctan2 rounded once
  * (tests/test_ufuncs.py::test_arctan2_correctly_rounded, the IEEE special cases included).
  */
+/* The NaN a two-operand function returns: the first NaN operand's, quieted, whatever the
+ * compiler does with operand order; the sum raises "invalid" for a signalling operand. */
+static inline float first_nan(float a, float b)
+{
+    volatile float flags = a + b;
+    (void)flags;
+    return f32_from_bits(f32_bits(a != a ? a : b) | 0x00400000u);
+}
+
 struct Arctan2 {
     static float f(float a, float b)
     {
-        if (a != a || b != b) return a + b; /* NaN; a signalling one raises "invalid" */
+        if (a != a || b != b) return first_nan(a, b);
         /* one division, selects rather than branches (random signs and magnitudes mispredict)
          * and Estrin's scheme: the latency of one element is what this loop waits on */
         double ay = std::fabs((double)a), ax = std::fabs((double)b);
@@ -136,7 +145,9 @@ struct Arctan2 {
         double num = hi_inf ? 0.0 : (shifted ? lo - hi : lo);
         double den = hi_inf || hi == 0.0 ? 1.0 : (shifted ? lo + hi : hi);
         double t = num / den;
-        double u = t * t, u2 = u * u, u4 = u2 * u2;
+        /* below 2^-60, t^2 changes nothing, and its powers would underflow (raising a flag
+         * atan2 does not: arctan2(1e30, 1e-30)) */
+        double u = t * t < 0x1p-60 ? 0.0 : t * t, u2 = u * u, u4 = u2 * u2;
         double p01 = -0.3333333333333101 + 0.19999999997787019 * u;
         double p23 = -0.1428571393793156 + 0.11111089999487664 * u;
         double p45 = -0.09090263937897107 + 0.07681144128845276 * u;

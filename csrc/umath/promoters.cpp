@@ -349,7 +349,14 @@ register_promoters(PyObject *numpy, const char *const *binary_names, size_t coun
         int r = register_binary_promoters(ufunc, nout, logical ? logical_promoter : bf16_promoter,
                                           others);
         if (r == 0) {
-            r = register_binary_promoters(ufunc, nout, no_loop_promoter, unrelated);
+            /* the logical ufuncs take the truth of a string, date or void operand, as float16's
+             * (tests/test_ufuncs.py::test_logical_ufuncs_with_strings_dates_and_void) */
+            r = register_binary_promoters(ufunc, nout, logical ? logical_promoter : no_loop_promoter,
+                                          unrelated);
+        }
+        if (r == 0 && logical) {
+            PyArray_DTypeMeta *v = dtype_of(NPY_VOID);
+            r = v == NULL ? -1 : register_binary_promoters(ufunc, nout, logical_promoter, {v});
         }
         if (r == 0 && logical) {
             PyArray_DTypeMeta *t[3] = {NULL, NPY_DTYPE(bf16_descr), NULL};
