@@ -365,28 +365,21 @@ same_value_error(const char *from)
     return -1;
 }
 
+/* whether each float32 (`f64`: float64) source equals the bfloat16 it was cast to, or is NaN */
 static int
-f32_values_survive(const char *src, npy_intp ss, const char *dst, npy_intp ds, npy_intp n)
-{
-    for (npy_intp i = 0; i < n; i++) {
-        float v;
-        bf16_t h;
-        memcpy(&v, src + i * ss, sizeof(v));
-        memcpy(&h, dst + i * ds, sizeof(h));
-        if (!isnan(v) && bf16_to_f32(h) != v) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static int
-f64_values_survive(const char *src, npy_intp ss, const char *dst, npy_intp ds, npy_intp n)
+values_survive(const char *src, npy_intp ss, int f64, const char *dst, npy_intp ds, npy_intp n)
 {
     for (npy_intp i = 0; i < n; i++) {
         double v;
+        if (f64) {
+            memcpy(&v, src + i * ss, sizeof(v));
+        }
+        else {
+            float f;
+            memcpy(&f, src + i * ss, sizeof(f));
+            v = f;
+        }
         bf16_t h;
-        memcpy(&v, src + i * ss, sizeof(v));
         memcpy(&h, dst + i * ds, sizeof(h));
         if (!isnan(v) && (double)bf16_to_f32(h) != v) {
             return 0;
@@ -733,7 +726,7 @@ f32_at_stride_to_bf16_loop(PyArrayMethod_Context *context, char *const *data,
     int overflow = 0;
     bf16_from_f32_array(data[0], strides[0], data[1], strides[1], dimensions[0], &overflow);
     if (same_value_requested(context) &&
-            !f32_values_survive(data[0], strides[0], data[1], strides[1], dimensions[0])) {
+            !values_survive(data[0], strides[0], 0, data[1], strides[1], dimensions[0])) {
         return same_value_error("float");
     }
     bf16_reduction_cast(data[0], strides[0], 0, data[1], strides[1], 1, dimensions[0]);
@@ -752,7 +745,7 @@ f64_at_stride_to_bf16_loop(PyArrayMethod_Context *context, char *const *data,
     bf16_from_f64_array(data[0], strides[0], data[1], strides[1], dimensions[0], &overflow,
                         &underflow);
     if (same_value_requested(context) &&
-            !f64_values_survive(data[0], strides[0], data[1], strides[1], dimensions[0])) {
+            !values_survive(data[0], strides[0], 1, data[1], strides[1], dimensions[0])) {
         return same_value_error("double");
     }
     bf16_reduction_cast(data[0], strides[0], 0, data[1], strides[1], 1, dimensions[0]);

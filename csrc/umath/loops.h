@@ -720,6 +720,37 @@ static bool try_strided_blocks(const char *a, npy_intp sa, const char *b, npy_in
     return false;
 }
 
+/* ---- the float64 twins' shared steps (arctan2, power: loops_avx2.cpp, loops_avx512.cpp) ---- */
+
+/* One block's results (`lanes` bfloat16 in `res`), the lanes in `redo` recomputed by the
+ * functor first, then stored: after the functor has read the inputs, as the output may be one of
+ * them. `a_bcast`/`b_bcast`: that operand is one value. Returns the overflow flag. */
+template <class Op>
+static inline int twin_store_block(char *res, int lanes, unsigned redo, const char *a, bool a_bcast,
+                                   const char *b, bool b_bcast, npy_intp i, char *o)
+{
+    int ovf = 0;
+    for (; redo != 0; redo &= redo - 1) {
+        int lane = __builtin_ctz(redo);
+        npy_intp j = i + lane;
+        store_rounded(res + 2 * lane, Op::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
+                                            bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
+    }
+    memcpy(o + 2 * i, res, 2 * (size_t)lanes);
+    return ovf;
+}
+
+/* The elements from `i` on, by the portable loops. */
+template <class Op>
+static inline int twin_tail(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
+                            npy_intp i, npy_intp n)
+{
+    if (i == n) return 0;
+    if (a_bcast) return binary_scalar_contig<Op>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
+    if (b_bcast) return binary_scalar_contig<Op>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
+    return binary_contig<Op>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+}
+
 template <class Op> static void unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
 
 /*

@@ -321,14 +321,15 @@ int atan2_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
         __m256d u = _mm256_mul_pd(t, t);
         u = _mm256_and_pd(_mm256_cmp_pd(u, pd4(0x1p-60), _CMP_GE_OQ), u); /* as in ops.h */
         __m256d u2 = _mm256_mul_pd(u, u), u4 = _mm256_mul_pd(u2, u2);
-        __m256d p01 = _mm256_add_pd(pd4(-0.3333333333333101), _mm256_mul_pd(pd4(0.19999999997787019), u));
-        __m256d p23 = _mm256_add_pd(pd4(-0.1428571393793156), _mm256_mul_pd(pd4(0.11111089999487664), u));
-        __m256d p45 = _mm256_add_pd(pd4(-0.09090263937897107), _mm256_mul_pd(pd4(0.07681144128845276), u));
-        __m256d p67 = _mm256_add_pd(pd4(-0.06551586630537518), _mm256_mul_pd(pd4(0.05171265079678373), u));
+        const double *c = atan_poly;
+        __m256d p01 = _mm256_add_pd(pd4(c[0]), _mm256_mul_pd(pd4(c[1]), u));
+        __m256d p23 = _mm256_add_pd(pd4(c[2]), _mm256_mul_pd(pd4(c[3]), u));
+        __m256d p45 = _mm256_add_pd(pd4(c[4]), _mm256_mul_pd(pd4(c[5]), u));
+        __m256d p67 = _mm256_add_pd(pd4(c[6]), _mm256_mul_pd(pd4(c[7]), u));
         __m256d p = _mm256_add_pd(
                 _mm256_add_pd(p01, _mm256_mul_pd(u2, p23)),
                 _mm256_mul_pd(u4, _mm256_add_pd(_mm256_add_pd(p45, _mm256_mul_pd(u2, p67)),
-                                                _mm256_mul_pd(u4, pd4(-0.027268213415821713)))));
+                                                _mm256_mul_pd(u4, pd4(c[8])))));
         __m256d base = _mm256_and_pd(shifted, pd4(0.78539816339744830962));
         __m256d r = _mm256_add_pd(base, _mm256_add_pd(t, _mm256_mul_pd(_mm256_mul_pd(t, u), p)));
         r = _mm256_blendv_pd(r, _mm256_sub_pd(pd4(1.57079632679489661923), r), steep);
@@ -350,22 +351,12 @@ int atan2_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
         __m128i rounded = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(fb, _mm_set1_epi32(0x7fff)), lsb), 16);
         alignas(16) char res[16];
         _mm_store_si128((__m128i *)res, _mm_packus_epi32(rounded, rounded));
-        int ovf = 0;
-        for (int k = nan; k != 0; k &= k - 1) { /* the functor, before the store (in place) */
-            int lane = __builtin_ctz(k);
-            npy_intp j = i + lane;
-            store_rounded(res + 2 * lane, Arctan2::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
-                                                     bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
-        }
-        memcpy(o + 2 * i, res, 8);
+        twin_store_block<Arctan2>(res, 4, (unsigned)nan, a, a_bcast, b, b_bcast, i, o);
     }
     if (tiny_any) {
         std::feraiseexcept(FE_UNDERFLOW);
     }
-    if (i == n) return 0;
-    if (a_bcast) return binary_scalar_contig<Arctan2>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
-    if (b_bcast) return binary_scalar_contig<Arctan2>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
-    return binary_contig<Arctan2>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+    return twin_tail<Arctan2>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
 /* ---- power: loops_avx512.cpp's power_run four lanes at a time (the exponent and mantissa
@@ -416,34 +407,16 @@ int power_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
         e = _mm256_add_pd(e, _mm256_and_pd(big, one));
         __m256d s = _mm256_div_pd(_mm256_sub_pd(m, one), _mm256_add_pd(m, one));
         __m256d s2 = _mm256_mul_pd(s, s);
-        __m256d q = pd4(0.16972882833987804);
-        q = _mm256_fmadd_pd(q, s2, pd4(0.19235933878519512));
-        q = _mm256_fmadd_pd(q, s2, pd4(0.2219530832136867));
-        q = _mm256_fmadd_pd(q, s2, pd4(0.2623081892525388));
-        q = _mm256_fmadd_pd(q, s2, pd4(0.3205988979753252));
-        q = _mm256_fmadd_pd(q, s2, pd4(0.41219858311113244));
-        q = _mm256_fmadd_pd(q, s2, pd4(0.5770780163555853));
-        q = _mm256_fmadd_pd(q, s2, pd4(0.9617966939259757));
-        q = _mm256_fmadd_pd(q, s2, pd4(2.8853900817779268));
+        __m256d q = pd4(log2_series[8]);
+        for (int j = 7; j >= 0; j--) q = _mm256_fmadd_pd(q, s2, pd4(log2_series[j]));
         __m256d t = _mm256_mul_pd(y, _mm256_fmadd_pd(s, q, e));
         __m256d out = _mm256_cmp_pd(_mm256_andnot_pd(pd4(-0.0), t), pd4(125.0), _CMP_GT_OQ);
         scalar |= _mm256_movemask_pd(out);
         t = _mm256_andnot_pd(out, t);
         __m256d k = _mm256_round_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256d f = _mm256_sub_pd(t, k);
-        __m256d p = pd4(2.5678435993488196e-11);
-        p = _mm256_fmadd_pd(p, f, pd4(4.44553827187081e-10));
-        p = _mm256_fmadd_pd(p, f, pd4(7.054911620801121e-09));
-        p = _mm256_fmadd_pd(p, f, pd4(1.0178086009239696e-07));
-        p = _mm256_fmadd_pd(p, f, pd4(1.3215486790144305e-06));
-        p = _mm256_fmadd_pd(p, f, pd4(1.5252733804059838e-05));
-        p = _mm256_fmadd_pd(p, f, pd4(0.00015403530393381606));
-        p = _mm256_fmadd_pd(p, f, pd4(0.0013333558146428441));
-        p = _mm256_fmadd_pd(p, f, pd4(0.009618129107628477));
-        p = _mm256_fmadd_pd(p, f, pd4(0.055504108664821576));
-        p = _mm256_fmadd_pd(p, f, pd4(0.2402265069591007));
-        p = _mm256_fmadd_pd(p, f, pd4(0.6931471805599453));
-        p = _mm256_fmadd_pd(p, f, one);
+        __m256d p = pd4(exp2_taylor[12]);
+        for (int j = 11; j >= 0; j--) p = _mm256_fmadd_pd(p, f, pd4(exp2_taylor[j]));
         /* 2^k for |k| <= 125 as a double's exponent bits */
         __m256i kk = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
         __m256d scale = _mm256_castsi256_pd(
@@ -459,18 +432,9 @@ int power_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
         __m128i rounded = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)), lsb), 16);
         alignas(16) char res[16];
         _mm_store_si128((__m128i *)res, _mm_packus_epi32(rounded, rounded));
-        for (int kb = scalar; kb != 0; kb &= kb - 1) { /* powf, before the store (in place) */
-            int lane = __builtin_ctz(kb);
-            npy_intp j = i + lane;
-            store_rounded(res + 2 * lane, Power::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
-                                                   bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
-        }
-        memcpy(o + 2 * i, res, 8);
+        ovf |= twin_store_block<Power>(res, 4, (unsigned)scalar, a, a_bcast, b, b_bcast, i, o);
     }
-    if (i == n) return ovf;
-    if (a_bcast) return ovf | binary_scalar_contig<Power>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
-    if (b_bcast) return ovf | binary_scalar_contig<Power>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
-    return ovf | binary_contig<Power>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+    return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
 } /* namespace */

@@ -941,14 +941,15 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         __m512d u = _mm512_mul_pd(t, t);
         u = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(u, pd(0x1p-60), _CMP_GE_OQ), u); /* ops.h */
         __m512d u2 = _mm512_mul_pd(u, u), u4 = _mm512_mul_pd(u2, u2);
-        __m512d p01 = _mm512_add_pd(pd(-0.3333333333333101), _mm512_mul_pd(pd(0.19999999997787019), u));
-        __m512d p23 = _mm512_add_pd(pd(-0.1428571393793156), _mm512_mul_pd(pd(0.11111089999487664), u));
-        __m512d p45 = _mm512_add_pd(pd(-0.09090263937897107), _mm512_mul_pd(pd(0.07681144128845276), u));
-        __m512d p67 = _mm512_add_pd(pd(-0.06551586630537518), _mm512_mul_pd(pd(0.05171265079678373), u));
+        const double *c = atan_poly;
+        __m512d p01 = _mm512_add_pd(pd(c[0]), _mm512_mul_pd(pd(c[1]), u));
+        __m512d p23 = _mm512_add_pd(pd(c[2]), _mm512_mul_pd(pd(c[3]), u));
+        __m512d p45 = _mm512_add_pd(pd(c[4]), _mm512_mul_pd(pd(c[5]), u));
+        __m512d p67 = _mm512_add_pd(pd(c[6]), _mm512_mul_pd(pd(c[7]), u));
         __m512d p = _mm512_add_pd(
                 _mm512_add_pd(p01, _mm512_mul_pd(u2, p23)),
                 _mm512_mul_pd(u4, _mm512_add_pd(_mm512_add_pd(p45, _mm512_mul_pd(u2, p67)),
-                                                _mm512_mul_pd(u4, pd(-0.027268213415821713)))));
+                                                _mm512_mul_pd(u4, pd(c[8])))));
         __m512d base = _mm512_mask_mov_pd(zero, shifted, pd(0.78539816339744830962));
         __m512d r = _mm512_add_pd(base, _mm512_add_pd(t, _mm512_mul_pd(_mm512_mul_pd(t, u), p)));
         r = _mm512_mask_sub_pd(r, steep, pd(1.57079632679489661923), r);
@@ -968,26 +969,14 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(fb, 16), _mm256_set1_epi32(1));
         __m256i rounded = _mm256_srli_epi32(
                 _mm256_add_epi32(_mm256_add_epi32(fb, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        /* the functor for the NaN lanes (rare), before the block's store: the output may be
-         * one of the inputs */
         alignas(16) char res[16];
         _mm_store_si128((__m128i *)res, _mm256_cvtepi32_epi16(rounded));
-        int ovf = 0;
-        for (unsigned k = nan; k != 0; k &= k - 1) {
-            int lane = __builtin_ctz(k);
-            npy_intp j = i + lane;
-            store_rounded(res + 2 * lane, Arctan2::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
-                                                     bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
-        }
-        memcpy(o + 2 * i, res, 16);
+        twin_store_block<Arctan2>(res, 8, nan, a, a_bcast, b, b_bcast, i, o); /* NaN lanes: functor */
     }
     if (tiny_any) {
         std::feraiseexcept(FE_UNDERFLOW);
     }
-    if (i == n) return 0;
-    if (a_bcast) return binary_scalar_contig<Arctan2>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
-    if (b_bcast) return binary_scalar_contig<Arctan2>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
-    return binary_contig<Arctan2>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+    return twin_tail<Arctan2>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
 /* ---- power: x ** y eight lanes at a time in float64, powf's bits --------------------------
@@ -1033,34 +1022,16 @@ int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         e = _mm512_mask_add_pd(e, big, e, one);
         __m512d s = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one));
         __m512d s2 = _mm512_mul_pd(s, s);
-        __m512d q = pd(0.16972882833987804);
-        q = _mm512_fmadd_pd(q, s2, pd(0.19235933878519512));
-        q = _mm512_fmadd_pd(q, s2, pd(0.2219530832136867));
-        q = _mm512_fmadd_pd(q, s2, pd(0.2623081892525388));
-        q = _mm512_fmadd_pd(q, s2, pd(0.3205988979753252));
-        q = _mm512_fmadd_pd(q, s2, pd(0.41219858311113244));
-        q = _mm512_fmadd_pd(q, s2, pd(0.5770780163555853));
-        q = _mm512_fmadd_pd(q, s2, pd(0.9617966939259757));
-        q = _mm512_fmadd_pd(q, s2, pd(2.8853900817779268));
+        __m512d q = pd(log2_series[8]);
+        for (int j = 7; j >= 0; j--) q = _mm512_fmadd_pd(q, s2, pd(log2_series[j]));
         __m512d t = _mm512_mul_pd(y, _mm512_fmadd_pd(s, q, e));
         /* out of 2^-126..2^126 (and some margin): powf, which reports overflow/underflow */
         scalar |= _mm512_cmp_pd_mask(_mm512_abs_pd(t), pd(125.0), _CMP_GT_OQ);
         t = _mm512_mask_mov_pd(t, scalar, _mm512_setzero_pd());
         __m512d k = _mm512_roundscale_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m512d f = _mm512_sub_pd(t, k);
-        __m512d p = pd(2.5678435993488196e-11);
-        p = _mm512_fmadd_pd(p, f, pd(4.44553827187081e-10));
-        p = _mm512_fmadd_pd(p, f, pd(7.054911620801121e-09));
-        p = _mm512_fmadd_pd(p, f, pd(1.0178086009239696e-07));
-        p = _mm512_fmadd_pd(p, f, pd(1.3215486790144305e-06));
-        p = _mm512_fmadd_pd(p, f, pd(1.5252733804059838e-05));
-        p = _mm512_fmadd_pd(p, f, pd(0.00015403530393381606));
-        p = _mm512_fmadd_pd(p, f, pd(0.0013333558146428441));
-        p = _mm512_fmadd_pd(p, f, pd(0.009618129107628477));
-        p = _mm512_fmadd_pd(p, f, pd(0.055504108664821576));
-        p = _mm512_fmadd_pd(p, f, pd(0.2402265069591007));
-        p = _mm512_fmadd_pd(p, f, pd(0.6931471805599453));
-        p = _mm512_fmadd_pd(p, f, one);
+        __m512d p = pd(exp2_taylor[12]);
+        for (int j = 11; j >= 0; j--) p = _mm512_fmadd_pd(p, f, pd(exp2_taylor[j]));
         __m512d r = _mm512_scalef_pd(p, k);
         /* within 2^-20 of a midpoint between bfloat16 values: the 45 bits below bfloat16's
          * mantissa are within 2^32 of half their range (a guard: over 6.5 million pairs, every
@@ -1073,21 +1044,11 @@ int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
         __m256i rounded = _mm256_srli_epi32(
                 _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        /* powf for the other lanes before the block's store: the output may be an input */
         alignas(16) char res[16];
         _mm_store_si128((__m128i *)res, _mm256_cvtepi32_epi16(rounded));
-        for (unsigned kk = scalar; kk != 0; kk &= kk - 1) {
-            int lane = __builtin_ctz(kk);
-            npy_intp j = i + lane;
-            store_rounded(res + 2 * lane, Power::f(bf16_to_f32(ld(a + (a_bcast ? 0 : 2 * j))),
-                                                   bf16_to_f32(ld(b + (b_bcast ? 0 : 2 * j)))), &ovf);
-        }
-        memcpy(o + 2 * i, res, 16);
+        ovf |= twin_store_block<Power>(res, 8, scalar, a, a_bcast, b, b_bcast, i, o);
     }
-    if (i == n) return ovf;
-    if (a_bcast) return ovf | binary_scalar_contig<Power>(b + 2 * i, ld(a), true, o + 2 * i, n - i);
-    if (b_bcast) return ovf | binary_scalar_contig<Power>(a + 2 * i, ld(b), false, o + 2 * i, n - i);
-    return ovf | binary_contig<Power>(a + 2 * i, b + 2 * i, o + 2 * i, n - i);
+    return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
 } /* namespace */

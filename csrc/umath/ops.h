@@ -119,6 +119,25 @@ struct Fmin {
  * as atan2f does. Checked against numpy's float64 arctan2 rounded once
  * (tests/test_ufuncs.py::test_arctan2_correctly_rounded, the IEEE special cases included).
  */
+/* Coefficients shared by the scalar functors and the tiers' float64 twins (loops_avx2.cpp,
+ * loops_avx512.cpp), lowest degree first. */
+/* atan t = t + t u P(u), u = t^2, |t| <= tan(pi/8): least squares on Chebyshev nodes, 4e-15 */
+static constexpr double atan_poly[9] = {
+    -0.3333333333333101, 0.19999999997787019, -0.1428571393793156, 0.11111089999487664,
+    -0.09090263937897107, 0.07681144128845276, -0.06551586630537518, 0.05171265079678373,
+    -0.027268213415821713};
+/* log2 m = s Q(s^2), s = (m - 1) / (m + 1): the atanh series, 2 / ((2k + 1) ln 2) */
+static constexpr double log2_series[9] = {
+    2.8853900817779268, 0.9617966939259757, 0.5770780163555853, 0.41219858311113244,
+    0.3205988979753252, 0.2623081892525388, 0.2219530832136867, 0.19235933878519512,
+    0.16972882833987804};
+/* 2^f, |f| <= 1/2: Taylor, (ln 2)^j / j! */
+static constexpr double exp2_taylor[13] = {
+    1.0, 0.6931471805599453, 0.2402265069591007, 0.055504108664821576, 0.009618129107628477,
+    0.0013333558146428441, 0.00015403530393381606, 1.5252733804059838e-05,
+    1.3215486790144305e-06, 1.0178086009239696e-07, 7.054911620801121e-09,
+    4.44553827187081e-10, 2.5678435993488196e-11};
+
 /* The NaN a two-operand function returns: the first NaN operand's, quieted, whatever the
  * compiler does with operand order; the sum raises "invalid" for a signalling operand. */
 static inline float first_nan(float a, float b)
@@ -148,11 +167,10 @@ struct Arctan2 {
         /* below 2^-60, t^2 changes nothing, and its powers would underflow (raising a flag
          * atan2 does not: arctan2(1e30, 1e-30)) */
         double u = t * t < 0x1p-60 ? 0.0 : t * t, u2 = u * u, u4 = u2 * u2;
-        double p01 = -0.3333333333333101 + 0.19999999997787019 * u;
-        double p23 = -0.1428571393793156 + 0.11111089999487664 * u;
-        double p45 = -0.09090263937897107 + 0.07681144128845276 * u;
-        double p67 = -0.06551586630537518 + 0.05171265079678373 * u;
-        double p = (p01 + u2 * p23) + u4 * ((p45 + u2 * p67) + u4 * -0.027268213415821713);
+        const double *c = atan_poly;
+        double p01 = c[0] + c[1] * u, p23 = c[2] + c[3] * u, p45 = c[4] + c[5] * u,
+               p67 = c[6] + c[7] * u;
+        double p = (p01 + u2 * p23) + u4 * ((p45 + u2 * p67) + u4 * c[8]);
         double r = (shifted ? pi_4 : 0.0) + (t + t * u * p);
         r = steep ? 1.57079632679489661923 - r : r;
         r = std::signbit(b) ? 3.14159265358979323846 - r : r;
