@@ -48,7 +48,7 @@ def _check_thread_env() -> None:
     # the kernel reads it with C's strtol: ASCII digits only (no "1_0", no other scripts'
     # digits), blanks before, spaces, tabs or newlines after
     # (tests/test_linalg.py::test_unusable_thread_environment_warns)
-    ok = (re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]+[ \t\n]*", raw, re.ASCII) is not None
+    ok = (re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]{1,9}[ \t\n]*", raw, re.ASCII) is not None
           and 1 <= int(raw) <= _MAX_THREADS)
     if not ok:
         warnings.warn(f"BFLOAT16_DTYPE_NUM_THREADS={text!r} is not an integer in "

@@ -864,7 +864,7 @@ def test_default_num_threads_from_environment(tmp_path):
     assert out.strip() == "3"
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "abc", "2000", "1_0", "\u0663", "1e2"])
+@pytest.mark.parametrize("value", ["0", "-3", "abc", "2000", "1_0", "\u0663", "1e2", "9" * 5000])
 def test_unusable_thread_environment_warns(tmp_path, value):
     """An unusable BFLOAT16_DTYPE_NUM_THREADS is ignored by the kernel (every CPU is used), with
     a RuntimeWarning at import instead of silently; 1024 is the most set_num_threads takes."""

@@ -759,7 +759,8 @@ template <class Op> static void unary_loop(char **args, npy_intp const *dims, np
  * powf took 6 ns an element where the unary loops take a few tenths. x * x and 1 / x in float32
  * round to bfloat16 as powf's result does, sqrt too but at -0 and -inf (pow gives +0 and +inf);
  * a call with those or a NaN (whose sign and payload are powf's choice) keeps powf; bits and
- * IEEE flags are checked against the strided powf loop for every bfloat16 (tests/test_ufuncs.py::test_power_by_two_half_and_minus_one_like_powf).
+ * IEEE flags are checked against the strided powf loop for every bfloat16
+ * (tests/test_ufuncs.py::test_power_by_two_half_and_minus_one_like_powf).
  */
 static inline bool power_by_unary(const char *a, bf16_t e, char *o, npy_intp n)
 {
