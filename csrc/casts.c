@@ -344,6 +344,13 @@ same_value_supported(void)
     return PyArray_RUNTIME_VERSION >= BF16_NPY_2_4_RUNTIME;
 }
 
+/* the flag the casts that support same_value add to their casting level (0 before NumPy 2.4) */
+static int
+same_value_flag(void)
+{
+    return same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0;
+}
+
 static int
 same_value_requested(const PyArrayMethod_Context *context)
 {
@@ -405,7 +412,7 @@ copy_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
         Py_INCREF(given[1]);
         loop[1] = given[1];
     }
-    int flag = same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0;
+    int flag = same_value_flag();
     if (PyArray_ISNBO(loop[0]->byteorder) == PyArray_ISNBO(loop[1]->byteorder)) {
         *view_offset = 0;
         return (NPY_CASTING)(NPY_NO_CASTING | flag);
@@ -897,7 +904,7 @@ float_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method
     }
     /* the specs' levels: into bfloat16 same_kind, out of it safe; same_value where NumPy has it */
     int level = dtypes[1]->type_num == bf16_type_num ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING;
-    return (NPY_CASTING)(level | (same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0));
+    return (NPY_CASTING)(level | same_value_flag());
 }
 
 static PyArrayMethod_Spec float_cast_specs[4];
@@ -944,7 +951,7 @@ fill_float_cast_specs(void)
         float_cast_specs[i] = (PyArrayMethod_Spec){
             .name = names[i], .nin = 1, .nout = 1,
             .casting = (NPY_CASTING)((into ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING) |
-                                     (same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0)),
+                                     same_value_flag()),
             .flags = NPY_METH_SUPPORTS_UNALIGNED,
             .dtypes = float_cast_dtypes[i], .slots = slots[i],
         };
@@ -977,7 +984,7 @@ bf16_spec_casts(void)
     copy_spec = (PyArrayMethod_Spec){
         .name = "bfloat16_copy", .nin = 1, .nout = 1,
         .casting = (NPY_CASTING)(NPY_EQUIV_CASTING |
-                                 (same_value_supported() ? BF16_SAME_VALUE_CASTING_FLAG : 0)),
+                                 same_value_flag()),
         .flags = NPY_METH_SUPPORTS_UNALIGNED | NPY_METH_NO_FLOATINGPOINT_ERRORS,
         .dtypes = copy_dtypes, .slots = copy_slots,
     };

@@ -740,6 +740,16 @@ static inline int twin_store_block(char *res, int lanes, unsigned redo, const ch
     return ovf;
 }
 
+/* A twin's run (`run(a, a_bcast, b, b_bcast, o, n)`) with one operand a single value. */
+template <class Run>
+static inline int twin_run_scalar(Run run, const char *arr, bf16_t scalar, bool scalar_first,
+                                  char *o, npy_intp n)
+{
+    char s[2];
+    memcpy(s, &scalar, 2);
+    return scalar_first ? run(s, true, arr, false, o, n) : run(arr, false, s, true, o, n);
+}
+
 /* The elements from `i` on, by the portable loops. */
 template <class Op>
 static inline int twin_tail(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,

@@ -475,14 +475,10 @@ template <class Tier, class Op>
 int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
 {
     if constexpr (std::is_same<Op, Arctan2>::value) {
-        char sc[2];
-        memcpy(sc, &scalar, 2);
-        return scalar_first ? atan2_run4(sc, true, arr, false, o, n) : atan2_run4(arr, false, sc, true, o, n);
+        return twin_run_scalar(atan2_run4, arr, scalar, scalar_first, o, n);
     }
     else if constexpr (std::is_same<Op, Power>::value) {
-        char sc[2];
-        memcpy(sc, &scalar, 2);
-        return scalar_first ? power_run4(sc, true, arr, false, o, n) : power_run4(arr, false, sc, true, o, n);
+        return twin_run_scalar(power_run4, arr, scalar, scalar_first, o, n);
     }
     else {
     __m256i s = _mm256_set1_epi16((short)scalar);

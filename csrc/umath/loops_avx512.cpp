@@ -1075,14 +1075,10 @@ template <class Tier, class Op>
 int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *o, npy_intp n)
 {
     if constexpr (std::is_same<Op, Arctan2>::value) {
-        char s[2];
-        memcpy(s, &scalar, 2);
-        return scalar_first ? atan2_run(s, true, arr, false, o, n) : atan2_run(arr, false, s, true, o, n);
+        return twin_run_scalar(atan2_run, arr, scalar, scalar_first, o, n);
     }
     else if constexpr (std::is_same<Op, Power>::value) {
-        char s[2];
-        memcpy(s, &scalar, 2);
-        return scalar_first ? power_run(s, true, arr, false, o, n) : power_run(arr, false, s, true, o, n);
+        return twin_run_scalar(power_run, arr, scalar, scalar_first, o, n);
     }
     else {
         __m512i s = _mm512_set1_epi16((short)scalar);
