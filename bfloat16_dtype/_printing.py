@@ -14,6 +14,7 @@ Two hooks into ``numpy._core.arrayprint`` (checked by ``tests/test_printing.py``
 """
 from __future__ import annotations
 
+import decimal
 import functools
 
 import numpy as np
@@ -23,11 +24,85 @@ def _shortest_double(x) -> float:
     return float(str(x)) if np.isfinite(float(x)) else float(x)
 
 
-def _wrap_dragon4(original, scalar_type):
+_SCIENTIFIC = np._core.multiarray.dragon4_scientific
+_EXACT = decimal.Context(prec=200)   # a bfloat16 has at most 93 significant digits, 39 integer ones
+
+
+def _digit_count(value: decimal.Decimal, scientific: bool, fractional: bool) -> int:
+    """The digits of ``value`` (trailing zeros dropped), counted as Dragon4's precision and
+    min_digits count them: after the point in scientific notation and in fractional positional
+    output (negative when the last digit lies left of the point), significant digits otherwise."""
+    significant = len(value.normalize(_EXACT).as_tuple().digits)
+    if scientific:
+        return significant - 1
+    if fractional:
+        return significant - 1 - value.adjusted()
+    return significant
+
+
+def _dragon4_args(x, scientific, kwargs):
+    """The Dragon4 argument and options that print the scalar ``x`` as float16's are printed.
+
+    Unique mode prints the shortest digits that round back to ``x``: those of the float64
+    ``_shortest_double(x)``. Where ``precision`` cuts them or ``min_digits`` asks for more, the
+    digits are the stored value's, rounded once, with float16's rules for the zeros that
+    remain (tests/test_printing.py::test_dragon4_emulation_matches_float16).
+    """
+    exact = float(x)
+    if not kwargs.get("unique", True) or not np.isfinite(exact):
+        return exact, kwargs
+    shortest = _shortest_double(x)
+    if shortest == exact:
+        return exact, kwargs
+    fractional = kwargs.get("fractional", True)
+    value = decimal.Decimal(exact)
+    have = _digit_count(decimal.Decimal(str(x)), scientific, fractional)
+    precision = kwargs.get("precision")
+    min_digits = kwargs.get("min_digits")
+    if precision is None or precision < 0 or (precision == 0 and not scientific
+                                               and not fractional):
+        precision = None   # significant digits: 0 means no cut, as for float16
+    if min_digits is None or min_digits < 0:
+        min_digits = None
+    if precision is not None and precision < have:
+        # Cut: rounded once, half to even. A rounding up drops the zeros its carry leaves
+        # (1.96 -> "2."), down to min_digits; otherwise the digits are kept (1.04 -> "1.0").
+        if scientific or not fractional:
+            quantum = value.adjusted() - precision + (0 if scientific else 1)
+        else:
+            quantum = -precision
+        rounded = value.quantize(decimal.Decimal(1).scaleb(quantum),
+                                 rounding=decimal.ROUND_HALF_EVEN, context=_EXACT)
+        if abs(rounded) > abs(value):
+            # float16's zeros after a carry: padded to min_digits in scientific and fractional
+            # output unless trim="-" takes them, never for significant digits.
+            pad = (min_digits is not None and kwargs.get("trim", "k") != "-"
+                   and (scientific or fractional))
+            return float(rounded), dict(kwargs, min_digits=min_digits if pad else -1)
+        return exact, dict(kwargs, unique=False, precision=precision, min_digits=-1)
+    if min_digits is not None and min_digits > have:
+        # More digits: the stored value's, then zeros once they run out (-0.0078125 -> ...250).
+        if _digit_count(value, scientific, fractional) <= min_digits:
+            return exact, kwargs
+        return exact, dict(kwargs, unique=False, precision=min_digits, min_digits=-1)
+    return shortest, kwargs
+
+
+# The C functions' parameters after x, in order (numpy/_core/src/multiarray/multiarraymodule.c).
+_POSITIONAL = ("precision", "unique", "fractional", "trim", "sign", "pad_left", "pad_right",
+               "min_digits")
+_SCIENTIFIC_NAMES = ("precision", "unique", "trim", "sign", "pad_left", "exp_digits", "min_digits")
+
+
+def _wrap_dragon4(original, scalar_type, scientific):
+    names = _SCIENTIFIC_NAMES if scientific else _POSITIONAL
+
     @functools.wraps(original)
     def dragon4(x, *args, **kwargs):
-        if isinstance(x, scalar_type) and kwargs.get("unique", True):
-            x = _shortest_double(x)
+        if isinstance(x, scalar_type):
+            kwargs.update(zip(names, args))
+            x, kwargs = _dragon4_args(x, scientific, kwargs)
+            args = ()
         return original(x, *args, **kwargs)
 
     dragon4.__bfloat16_wrapped__ = original
@@ -52,7 +127,8 @@ def install(scalar_type: type) -> None:
     for name in ("dragon4_positional", "dragon4_scientific"):
         current = getattr(arrayprint, name)
         if getattr(current, "__bfloat16_wrapped__", None) is None:
-            setattr(arrayprint, name, _wrap_dragon4(current, scalar_type))
+            setattr(arrayprint, name,
+                    _wrap_dragon4(current, scalar_type, name == "dragon4_scientific"))
     current = arrayprint._get_format_function
     if getattr(current, "__bfloat16_wrapped__", None) is None:
         arrayprint._get_format_function = _wrap_format_function(current, scalar_type,

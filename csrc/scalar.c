@@ -392,7 +392,9 @@ bf16_from_object_reporting(PyObject *obj, bf16_t *out)
  * Fewest significant digits (1..9) whose decimal value rounds back to `bits`. At each length
  * the nearest decimal is not enough: at a power of two the rounding interval is lopsided, so
  * the decimals one unit below and above are tried too (e.g. 2^-119 is "1.51e-36", whose
- * nearest 3-digit decimal 1.50e-36 lies outside the interval). The closest hit wins.
+ * nearest 3-digit decimal 1.50e-36 lies outside the interval). The closest hit wins. Only the
+ * digits and exponent of snprintf's text are read, and strtod reads no decimal point, so the C
+ * locale's decimal point changes nothing here.
  */
 static int
 bf16_shortest_digits(bf16_t bits, double *value)
@@ -457,9 +459,15 @@ bf16_shortest_str(bf16_t bits)
         Py_DECREF(f);
         return s;
     }
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.*e", digits - 1, value);
-    return PyUnicode_FromString(buf);
+    /* Python's own formatter: '.' whatever LC_NUMERIC says, where snprintf would write the
+     * locale's decimal point (tests/test_printing.py::test_text_ignores_the_c_locale). */
+    char *text = PyOS_double_to_string(value, 'e', digits - 1, 0, NULL);
+    if (text == NULL) {
+        return NULL;
+    }
+    PyObject *s = PyUnicode_FromString(text);
+    PyMem_Free(text);
+    return s;
 }
 
 static int
@@ -523,11 +531,16 @@ bf16_scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:bfloat16", kwlist, &value)) {
         return NULL;
     }
-    /* Like np.float16(...): an array (not 0-d), list or tuple gives a bfloat16 array. */
-    if (value != NULL && (PyList_Check(value) || PyTuple_Check(value) ||
-                          (PyArray_Check(value) && PyArray_NDIM((PyArrayObject *)value) > 0))) {
+    /* Like np.float16(...): an array (not 0-d) or any sequence other than str and bytes (list,
+     * tuple, range, bytearray, memoryview, deque) gives a bfloat16 array, a 0-d one a scalar
+     * (tests/test_scalar.py::test_constructor_takes_sequences_like_float16). */
+    if (value != NULL && !PyUnicode_Check(value) && !PyBytes_Check(value) &&
+            !PyArray_IsScalar(value, Generic) &&
+            (PyArray_Check(value) ? PyArray_NDIM((PyArrayObject *)value) > 0
+                                  : PySequence_Check(value) || PyMemoryView_Check(value))) {
         Py_INCREF(bf16_descr);
-        return PyArray_FromAny(value, bf16_descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
+        return PyArray_Return((PyArrayObject *)PyArray_FromAny(value, bf16_descr, 0, 0,
+                                                               NPY_ARRAY_FORCECAST, NULL));
     }
     bf16_t bits = 0;
     if (value != NULL && bf16_from_object_reporting(value, &bits) < 0) {

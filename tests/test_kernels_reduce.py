@@ -44,11 +44,19 @@ def inputs() -> dict[str, np.ndarray]:
     d["red:allbits_nonan"] = d["red:allbits"][(d["red:allbits"] & 0x7FFF) <= 0x7F80]
     for n in (1, 15, 16, 17, 1000, 100_003):
         d[f"prod:{n}"] = bf16_bits(RNG.uniform(0.98, 1.02, n).astype(np.float32))
+    # several NaN payloads, quiet and signalling, of both signs, in any lane
+    for n in (2, 3, 17, 32, 1000, 5000):
+        for seed in range(3):
+            x = bf16_bits(RNG.uniform(0.98, 1.02, n).astype(np.float32))
+            pos = RNG.choice(n, size=min(n, 4), replace=False)
+            x[pos] = RNG.choice([0x7FC1, 0xFFC2, 0x7F81, 0xFF85, 0x7FC0, 0xFFC0], size=pos.size)
+            d[f"prod:nans{n}_{seed}"] = x
+            d[f"red:nans{n}_{seed}"] = x.copy()
     return d
 
 
 INPUTS = inputs()
-PROD_KEYS = [k for k in INPUTS if k.startswith("prod:")]
+PROD_KEYS = [k for k in INPUTS if k.startswith("prod:") and "nans" not in k]
 FINITE_SUM_KEYS = [k for k in INPUTS if k.startswith(("red:uniform", "red:normal", "red:ties", "red:zeros"))]
 
 
@@ -99,6 +107,27 @@ def test_sum_specials(out):
     assert out["red:infs:sum"][0] & 0x7FFF > 0x7F80  # inf + -inf: NaN
     assert out["red:nan17:sum"][0] & 0x7FFF > 0x7F80
     assert out["red:allbits:sum"][0] & 0x7FFF > 0x7F80
+
+
+@pytest.mark.parametrize("key", [k for k in INPUTS if k.startswith("red:")])
+def first_nan_quietened(bits: np.ndarray) -> int:
+    nans = bits[(bits & 0x7FFF) > 0x7F80]
+    return int(nans[0]) | 0x0040
+
+
+@pytest.mark.parametrize("key", [k for k in INPUTS
+                                 if k.startswith(("red:nan", "prod:nans", "red:allbits"))
+                                 and k != "red:allbits_nonan"])
+def test_nan_results_agree_across_tiers(out, key):
+    """With NaNs in the data, sum and prod return the first one, quietened, at every tier (C
+    leaves the payload of a NaN + NaN open: the compiler may swap the operands per tier)."""
+    bits = INPUTS[key]
+    if key.startswith("prod:"):
+        assert int(out[key][0]) == first_nan_quietened(bits)
+        return
+    assert int(out[key + ":sum"][0]) == first_nan_quietened(bits)
+    if ((bits[::2] & 0x7FFF) > 0x7F80).any():
+        assert int(out[key + ":sum_stride2"][0]) == first_nan_quietened(bits[::2])
 
 
 @pytest.mark.parametrize("key", [k for k in INPUTS if k.startswith("red:")])

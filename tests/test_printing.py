@@ -1,6 +1,7 @@
 """Array printing of bfloat16 follows numpy's float16 printing, with bfloat16's own digits."""
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -147,3 +148,110 @@ def test_format_function_hook_only_changes_bfloat16():
         assert type(f_new) is type(f_old)
         assert [f_new(v) for v in values] == [f_old(v) for v in values]
     assert type(wrapped(bf([1.5]), **options)).__name__ == "FloatingFormat"
+
+
+# Dragon4 options where the stored value's digits matter (precision cuts the shortest digits,
+# min_digits asks for more): every combination, checked on float16 (see below).
+_DRAGON4_OPTIONS = [
+    dict(precision=p, min_digits=m, trim=t)
+    for p in (-1, 0, 1, 2, 3, 5) for m in (-1, 0, 1, 2, 4, 6) for t in ("k", ".", "0", "-")
+    if p < 0 or m <= p]
+
+
+def test_dragon4_emulation_matches_float16():
+    """The printing wrapper (_printing._dragon4_args) turns a scalar and Dragon4's options into
+    the float64 and options that print it; applied to float16 scalars it must reproduce NumPy's
+    own float16 output, option for option (every 37th finite float16 here; all of them agree).
+    One combination is left out: fractional=False with both precision and min_digits, where
+    float16's zeros after a rounding carry follow no rule we could state (1.0 but 0.00004)."""
+    from numpy._core import multiarray as ma
+    from bfloat16_dtype import _printing
+
+    h = np.arange(0, 65536, 37, dtype=np.uint16).view(np.float16)
+    h = h[np.isfinite(h)]
+    for scientific, fn in ((True, ma.dragon4_scientific), (False, ma.dragon4_positional)):
+        for opts in _DRAGON4_OPTIONS:
+            for fractional in ((None,) if scientific else (True, False)):
+                kw = dict(opts, unique=True)
+                if fractional is not None:
+                    kw["fractional"] = fractional
+                    if not fractional and kw["precision"] >= 0 and kw["min_digits"] >= 0:
+                        continue
+                for v in h:
+                    x, kw2 = _printing._dragon4_args(v, scientific, dict(kw))
+                    assert fn(x, **kw2) == fn(v, **kw), (float(v), kw)
+
+
+ALL_FINITE = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(bfloat16)
+ALL_FINITE = ALL_FINITE[np.isfinite(ALL_FINITE.astype(np.float32))]
+
+
+def test_extra_digits_are_the_stored_values():
+    """min_digits and the array printer's padding give the stored value's digits, rounded once
+    (Python's correctly rounded '%.*e' of the exact value is the reference): bfloat16(0.3) is
+    0.30078125 and pads to 3.008e-01, not 3.000e-01. All finite bfloat16 values."""
+    for m in (3, 4, 5):
+        for x in ALL_FINITE[::7]:
+            if len(str(x).split("e")[0].replace("-", "").replace(".", "").lstrip("0")) > m + 1:
+                continue   # the shortest digits alone are longer than m + 1
+            got = np.format_float_scientific(x, precision=m, min_digits=m)
+            assert got == f"{float(x):.{m}e}", (float(x), m)
+    assert repr(bf([0.3, 123.4])) == "array([3.008e-01, 1.235e+02], dtype=bfloat16)"
+    assert np.format_float_positional(bfloat16(0.1), min_digits=6) == "0.100098"
+    with np.printoptions(floatmode="maxprec_equal"):
+        assert str(bf([0.1, 0.0001234])) == "[0.100098 0.000123]"
+
+
+def test_precision_cut_rounds_the_stored_value_once():
+    """A precision shorter than the shortest digits rounds the stored value once: the printed
+    number equals Python's correctly rounded formatting of it (bfloat16(0.15) is 0.150390625:
+    '0.2' at precision 1, where rounding the shortest digits '0.15' gave '0.1')."""
+    from decimal import Decimal
+
+    for x in ALL_FINITE[::5]:
+        shortest = Decimal(str(x)).normalize().as_tuple()   # str: test_scalar.py's round trip
+        for p in (0, 1, 2, 3):
+            if len(shortest.digits) - 1 > p:    # a cut in scientific notation
+                got = np.format_float_scientific(x, precision=p)
+                assert float(got) == float(f"{float(x):.{p}e}"), (float(x), p, got)
+            if -shortest.exponent > p:          # a cut after the point
+                got = np.format_float_positional(x, precision=p)
+                assert float(got) == float(f"{float(x):.{p}f}"), (float(x), p, got)
+    with np.printoptions(precision=1):
+        assert str(bf([0.15, 1.0])) == "[0.2 1. ]"
+    assert np.array2string(bf([0.895]), precision=2) == "[0.89]"
+
+
+def test_text_ignores_the_c_locale(tmp_path):
+    """str/repr/astype(str) and array printing write '.' whatever LC_NUMERIC says, as NumPy's
+    own floats do (snprintf wrote '1,235e+04' under de_DE, which no parser reads back). The
+    locale is compiled with localedef into tmp_path; without localedef the test is skipped."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("localedef") is None:
+        pytest.skip("localedef not installed: no locale with a ',' decimal point to try")
+    build = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(tmp_path / "de_DE.UTF-8")],
+                           capture_output=True, text=True)
+    if not (tmp_path / "de_DE.UTF-8").exists():
+        pytest.skip(f"localedef could not build de_DE.UTF-8: {build.stderr.strip()[:200]}")
+    code = """if True:
+        import locale
+        import numpy as np
+        locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")
+        assert locale.localeconv()["decimal_point"] == ","
+        from bfloat16_dtype import bfloat16
+        assert str(bfloat16(12345.0)) == "1.235e+04", str(bfloat16(12345.0))
+        assert repr(bfloat16(1.5e-5)) == "bfloat16(1.5e-05)"
+        assert np.array([12345.0], bfloat16).astype(str)[0] == "1.235e+04"
+        assert repr(np.array([1.5, 12345.0], bfloat16)) == "array([1.500e+00, 1.235e+04], dtype=bfloat16)"
+        b = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(bfloat16)
+        back = np.array([bfloat16(s) for s in b.astype(str)], dtype=bfloat16)
+        same = (back.view(np.uint16) == b.view(np.uint16)) | (np.isnan(back.astype(np.float32))
+                                                              & np.isnan(b.astype(np.float32)))
+        assert same.all()
+    """
+    env = dict(os.environ, LOCPATH=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -491,6 +491,26 @@ def test_hypot_and_logaddexp_reduce_from_their_identity(ufunc):
     assert ufunc.reduce(np.zeros(0, BF16)) == ufunc.identity
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9, 33, 511, 512, 513, 1025])
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply])
+def test_reductions_from_minus_zero_keep_its_sign(ufunc, n):
+    """A reduction that starts from -0.0 (initial=-0.0, reduceat's segments) of values that are
+    all -0.0 is -0.0, as in float32, the reference: the float32 partial sums start at -0, the
+    identity of IEEE addition (kernels/reduce.c); they started at +0 and gave +0 from n = 3."""
+    ones = np.full(n, -0.0) if ufunc is np.add else np.r_[-0.0, np.ones(n - 1)]
+    for arr in (ones, np.tile(ones, (2, 1)), np.tile(ones, (2, 1)).T):
+        for kw in ({"initial": -0.0, "axis": -1}, {"initial": -0.0, "axis": 0}, {"axis": -1}):
+            want = ufunc.reduce(arr.astype(np.float32), **kw)
+            got = ufunc.reduce(arr.astype(BF16), **kw)
+            assert np.array_equal(np.signbit(got), np.signbit(want)), (arr.shape, kw)
+            assert np.array_equal(np.asarray(got, np.float32), want)
+    for arr in (ones, np.tile(ones, (2, 1))):
+        idx = [0, n // 2] if n > 1 else [0]
+        want = ufunc.reduceat(arr.astype(np.float32), idx, axis=-1)
+        got = ufunc.reduceat(arr.astype(BF16), idx, axis=-1)
+        assert np.array_equal(np.signbit(got), np.signbit(want)), (arr.shape, "reduceat")
+
+
 def test_numerics_refuse_masked_arrays():
     """np.asarray drops a mask: the helpers would count the masked values (mean of [1, --]
     with 100 hidden gave 50.5), so a masked array is a TypeError naming the problem."""

@@ -676,3 +676,21 @@ def test_signatures_for_inspect():
         assert str(inspect.signature(getattr(bfloat16, name))) == text
     assert bfloat16.__doc__.startswith("A 16-bit brain floating point number")
     assert float(bfloat16(value=0.1)) == 0.10009765625
+
+
+def test_constructor_takes_sequences_like_float16():
+    """bfloat16(x) makes an array from any sequence but str and bytes, a scalar from a 0-d one,
+    as np.float16(x) does (bytearray, memoryview and range raised a ValueError about setting an
+    array element). np.float16 is the reference."""
+    import collections
+
+    cases = [bytearray(b"1.5"), memoryview(b"1.5"), range(3), collections.deque([1, 2]),
+             [1.5, 2], (3,), np.array([[1, 2]]), memoryview(np.float32(2.0)), np.array(2.0),
+             b"1.5", "2.5", np.float32(3.0)]
+    for v in cases:
+        want = np.float16(v)
+        got = bfloat16(v)
+        assert isinstance(got, np.ndarray) == isinstance(want, np.ndarray), v
+        assert np.array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32)), v
+        if isinstance(got, np.ndarray):
+            assert got.dtype == bfloat16 and got.shape == want.shape

@@ -69,14 +69,17 @@ KINLINE float sum32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, sum32_leaf
         memcpy(lvl[l], v, sizeof v);
         have |= (uint64_t)1 << l;
     }
-    /* tail: fewer than SUM_LEAF elements, at most 64 per lane */
-    float t[SUM_VEC] = {0};
+    /* tail: fewer than SUM_LEAF elements, at most 64 per lane. Partial sums start at -0, the
+     * identity of IEEE addition (+0 would turn a sum of -0s into +0). */
+    float t[SUM_VEC];
+    for (int j = 0; j < SUM_VEC; j++) t[j] = -0.0f;
     ptrdiff_t i = nleaf * SUM_LEAF;
     for (; i + SUM_VEC <= n; i += SUM_VEC)
         for (int j = 0; j < SUM_VEC; j++) t[j] += bf16_to_f32(ld16(s + (i + j) * ss));
     for (int j = 0; i < n; i++, j++) t[j] += bf16_to_f32(ld16(s + i * ss));
     /* combine the remaining levels, smallest first, then the tail */
-    float acc[SUM_VEC] = {0};
+    float acc[SUM_VEC];
+    for (int j = 0; j < SUM_VEC; j++) acc[j] = -0.0f;
     int first = 1;
     for (int l = 0; l < SUM_LEVELS && (have >> l); l++) {
         if (!(have & ((uint64_t)1 << l))) continue;
@@ -153,12 +156,14 @@ KINLINE double sum64_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
         memcpy(lvl[l], v, sizeof v);
         have |= (uint64_t)1 << l;
     }
-    double t[SUMD_VEC] = {0};
+    double t[SUMD_VEC];
+    for (int j = 0; j < SUMD_VEC; j++) t[j] = -0.0;
     ptrdiff_t i = nleaf * SUMD_LEAF;
     for (; i + SUMD_VEC <= n; i += SUMD_VEC)
         for (int j = 0; j < SUMD_VEC; j++) t[j] += (double)bf16_to_f32(ld16(s + (i + j) * ss));
     for (int j = 0; i < n; i++, j++) t[j] += (double)bf16_to_f32(ld16(s + i * ss));
-    double acc[SUMD_VEC] = {0};
+    double acc[SUMD_VEC];
+    for (int j = 0; j < SUMD_VEC; j++) acc[j] = -0.0;
     int first = 1;
     for (int l = 0; l < SUM_LEVELS && (have >> l); l++) {
         if (!(have & ((uint64_t)1 << l))) continue;
@@ -218,25 +223,44 @@ DEFINE_REDUCE(avx512, KTARGET_AVX512)
 /* ------------------------------------------------------------------------------------------ */
 /* public entry points                                                                        */
 
+/*
+ * Which NaN a sum or product returns when the data hold several is not fixed by C (a compiler
+ * may swap the operands of an addition), so it could differ between tiers. The public entry
+ * points return the first NaN of the data, quietened, as adding the elements one by one would
+ * (tests/test_kernels_reduce.py::test_nan_results_agree_across_tiers); a NaN made by inf - inf
+ * or 0 * inf, with no NaN in the data, is the CPU's default NaN at every tier.
+ */
+static double first_nan(const char *s, ptrdiff_t ss, ptrdiff_t n, double result)
+{
+    for (ptrdiff_t i = 0; i < n; i++) {
+        bf16_t h = ld16(s + i * ss);
+        if (bf16_isnan(h)) return (double)bf16_to_f32((bf16_t)(h | 0x0040));
+    }
+    return result;
+}
+
 float bf16_sum_f32(const void *src, ptrdiff_t stride, ptrdiff_t n)
 {
     if (n <= 0) return 0.0f;
-    if (stride == 2) return bf16k_table_get()->sum32((const char *)src, n);
-    return sum32_body((const char *)src, stride, n);
+    const char *s = (const char *)src;
+    float r = stride == 2 ? bf16k_table_get()->sum32(s, n) : sum32_body(s, stride, n);
+    return r == r ? r : (float)first_nan(s, stride, n, r);
 }
 
 double bf16_sum_f64(const void *src, ptrdiff_t stride, ptrdiff_t n)
 {
     if (n <= 0) return 0.0;
-    if (stride == 2) return bf16k_table_get()->sum64((const char *)src, n);
-    return sum64_body((const char *)src, stride, n);
+    const char *s = (const char *)src;
+    double r = stride == 2 ? bf16k_table_get()->sum64(s, n) : sum64_body(s, stride, n);
+    return r == r ? r : first_nan(s, stride, n, r);
 }
 
 float bf16_prod_f32(const void *src, ptrdiff_t stride, ptrdiff_t n)
 {
     if (n <= 0) return 1.0f;
-    if (stride == 2) return bf16k_table_get()->prod32((const char *)src, n);
-    return prod32_body((const char *)src, stride, n);
+    const char *s = (const char *)src;
+    float r = stride == 2 ? bf16k_table_get()->prod32(s, n) : prod32_body(s, stride, n);
+    return r == r ? r : (float)first_nan(s, stride, n, r);
 }
 
 int64_t bf16_count_nonzero(const void *data, ptrdiff_t stride, ptrdiff_t n)

@@ -502,9 +502,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     if (a == o && sa == 0 && so == 0) {
         /* reduce form: the whole row folds into one output element */
         float start = use_shadow ? shadow_get(shadow, o) : bf16_to_f32(ld(o));
-        /* one element is also what x += x on a size-1 array looks like: add it directly, as
-         * the row sum starts at +0 and would turn -0 + -0 into +0 */
-        float r = Acc::f(start, n == 1 ? bf16_to_f32(ld(b)) : Acc::reduce(b, sb, n));
+        float r = Acc::f(start, Acc::reduce(b, sb, n));
         bf16_t h = f32_to_bf16(r);
         ovf |= bf16_overflowed(r, h);
         st(o, h);
