@@ -2,11 +2,13 @@
 against numpy's float32 sort of the widened values: NaNs last, -0.0 == +0.0, and for the
 stable kinds (and argsort, which is always stable) exactly numpy's stable float32 order.
 
-The sizes cover each path's bounds in csrc/kernels/sort.c: insertion sort (<= 48, tiers below
-AVX-512, and below 5), the AVX-512 network (<= 16, 32, 64, 128, 256 keys) and bitonic merge
+The sizes cover each path's bounds in csrc/kernels/sort.c: insertion sort (<= 48 at the baseline
+tier, and below 5), the AVX2 network (<= 16, 32, 64, 128, 256 keys in 1-16 ymm registers), the
+AVX-512 network (<= 16, 32, 64, 128, 256 keys) and bitonic merge
 (<= 1024, or <= 16384 filling 3/4 of a power of two, on the stack up to 8192), the order-key
 radix sort (<= 16384), the counting sort (>= 8192 for rows whose zeros or NaNs could reorder, > 16384 otherwise), argsort's
-network (<= 16, 32, 64), insertion (<= 32) and radix paths (stack buffer up to 2048).
+network (AVX-512: <= 16, 32, 64; AVX2: <= 8, 16, 32, 64, 128), insertion (<= 32, baseline) and
+radix paths (stack buffer up to 2048).
 2-D inputs sort each row (C order) or each strided row of a Fortran-ordered array (numpy
 copies it to a buffer first, as for axis=0)."""
 from __future__ import annotations
@@ -23,7 +25,8 @@ SIZES = [2, 4, 5, 7, 8, 16, 17, 32, 33, 35, 40, 44, 48, 49, 52, 64, 65, 128, 129
          511, 512, 513, 1000, 1024, 1025, 2048, 2049, 3071, 3072, 4097, 6143, 6144, 8191, 8192,
          8193, 12287, 12288, 16384, 16385, 65535, 65536, 100_000, 1 << 20]
 # (rows, n): every path of the row sorts, with many rows per call
-ROW_SHAPES = [(5000, 3), (4000, 5), (3000, 16), (2000, 21), (1000, 40), (600, 64), (300, 200),
+ROW_SHAPES = [(5000, 3), (4000, 5), (400, 9), (3000, 16), (2000, 21), (1000, 40), (600, 64),
+              (300, 100), (150, 255), (300, 200),
               (100, 256), (60, 700), (20, 2048), (6, 4096), (3, 8192), (2, 12000), (2, 16384)]
 SPECIALS = np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0xFFFF, 0x0001,
                      0x8001], np.uint16)

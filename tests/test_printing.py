@@ -234,8 +234,8 @@ def test_text_ignores_the_c_locale(tmp_path):
 
     if shutil.which("localedef") is None:
         pytest.skip("localedef not installed: no locale with a ',' decimal point to try")
-    build = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(tmp_path / "de_DE.UTF-8")],
-                           capture_output=True, text=True)
+    build = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8",
+                            str(tmp_path / "de_DE.UTF-8")], capture_output=True, text=True)
     if not (tmp_path / "de_DE.UTF-8").exists():
         pytest.skip(f"localedef could not build de_DE.UTF-8: {build.stderr.strip()[:200]}")
     code = """if True:
@@ -247,7 +247,8 @@ def test_text_ignores_the_c_locale(tmp_path):
         assert str(bfloat16(12345.0)) == "1.235e+04", str(bfloat16(12345.0))
         assert repr(bfloat16(1.5e-5)) == "bfloat16(1.5e-05)"
         assert np.array([12345.0], bfloat16).astype(str)[0] == "1.235e+04"
-        assert repr(np.array([1.5, 12345.0], bfloat16)) == "array([1.500e+00, 1.235e+04], dtype=bfloat16)"
+        text = repr(np.array([1.5, 12345.0], bfloat16))
+        assert text == "array([1.500e+00, 1.235e+04], dtype=bfloat16)", text
         b = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(bfloat16)
         back = np.array([bfloat16(s) for s in b.astype(str)], dtype=bfloat16)
         same = (back.view(np.uint16) == b.view(np.uint16)) | (np.isnan(back.astype(np.float32))

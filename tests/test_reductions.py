@@ -464,6 +464,9 @@ def test_ufunc_at_accumulates_in_float32_with_a_bfloat16_operand():
     unaligned = np.zeros(5, np.uint8)[1:].view(bfloat16)                # NumPy buffers it too
     np.add.at(unaligned, idx, np.ones(600, bfloat16))
     assert unaligned.astype(np.float32).tolist() == [256, 256]
+    swapped = np.zeros(2, np.dtype(bfloat16).newbyteorder())            # and byte-swapped data
+    np.add.at(swapped, idx, np.ones(600, bfloat16))
+    assert swapped.astype(np.float32).tolist() == [256, 256]
     p = np.ones(1, bfloat16)
     np.multiply.at(p, np.zeros(200, np.intp), np.full(200, 1.0078125, bfloat16))
     want = float(np.array(1.0078125 ** 200, np.float32).astype(bfloat16))

@@ -8,8 +8,9 @@
  *  - rows are relabelled with order keys (order_key: one-to-one and increasing) and sorted as
  *    plain 16-bit integers: AVX-512 bitonic network (5 <= n <= 256), bitonic merges of 256-key
  *    blocks (n <= 1024, or up to 16384 when n fills 3/4 of a power of two; stack buffer up to
- *    8192), else tiny n (<= 48) insertion sort and a two-pass LSD radix sort of the keys
- *    (n <= 16384; stack buffer up to 8192);
+ *    8192), at the AVX2 tier a bitonic network in ymm registers (5 <= n <= 256), else tiny n
+ *    (<= 48) insertion sort and a two-pass LSD radix sort of the keys (n <= 16384; stack
+ *    buffer up to 8192);
  *  - a row holding both zeros or several NaN patterns ("ambiguous": a key sort would not keep
  *    their input order) takes the stable radix sort on bf16_sort_key below 8192, and, for the
  *    stable variant, the counting sort from 8192 on;
@@ -17,8 +18,8 @@
  *    regenerated from the counts, so equal-comparing patterns (the two zeros, the NaN payloads)
  *    come out grouped by pattern; the stable variant first copies those special elements in
  *    input order and puts them back. The key sort gives the same grouping (order_key);
- *  - argsort: AVX-512 network of (key << 16 | position) words (n <= 64), insertion sort
- *    (n <= 32), then a stable LSD radix sort of (key << 48 | index) words, in a stack buffer
+ *  - argsort: AVX-512 or AVX2 network of (key << 16 | position) words (n <= 64; AVX2: 128),
+ *    insertion sort (n <= 32, baseline tier), then a stable LSD radix sort of (key << 48 | index) words, in a stack buffer
  *    up to 2048 and with software write-combining beyond, or of separate key/index arrays if an
  *    index does not fit in 48 bits.
  * If a buffer cannot be allocated the value sorts fall back to an in-place O(n log n) path.
@@ -730,6 +731,100 @@ KTARGET_AVX512 static int bitonic_sort_avx512(char *d, ptrdiff_t n)
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
+/* AVX2 sorting network for NET_MIN <= n <= NET2_MAX: the keys in 1 to 16 ymm registers of     */
+/* 16 lanes, the AVX-512 network's scheme (net_sort) at half the width                        */
+
+#if defined(BF16K_X86)
+#define NET2_MAX 256
+
+/* lanes of a 16 x 16-bit register whose lane index has bit j clear (j = 1, 2, 4, 8) */
+KTARGET_AVX2 static inline __m256i lanes_clear16(int j)
+{
+    switch (j) {
+    case 1: return _mm256_set1_epi32(0x0000ffff);
+    case 2: return _mm256_set1_epi64x(0x00000000ffffffffLL);
+    case 4: return _mm256_setr_epi64x(-1, 0, -1, 0);
+    default: return _mm256_setr_epi64x(-1, -1, 0, 0);
+    }
+}
+
+/* the register with lane i and lane i ^ j exchanged */
+KTARGET_AVX2 static inline __m256i net2_partner(__m256i x, int j)
+{
+    switch (j) {
+    case 1: return _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(x, 0xB1), 0xB1);
+    case 2: return _mm256_shuffle_epi32(x, 0xB1);
+    case 4: return _mm256_shuffle_epi32(x, 0x4E);
+    default: return _mm256_permute4x64_epi64(x, 0x4E);
+    }
+}
+
+/* Bitonic sort of the 16 * R keys in v[0..R) (element r * 16 + lane), ascending. */
+KTARGET_AVX2 static inline __attribute__((always_inline)) void net2_sort(__m256i *v, int R)
+{
+    const __m256i ones = _mm256_set1_epi32(-1);
+#pragma GCC unroll 8
+    for (int k = 2; k <= 16 * R; k <<= 1) {
+#pragma GCC unroll 8
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            if (j >= 16) {
+                int jr = j >> 4;
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++) {
+                    if (r & jr) continue;
+                    int p = r | jr;
+                    __m256i mn = _mm256_min_epu16(v[r], v[p]), mx = _mm256_max_epu16(v[r], v[p]);
+                    int asc = ((r * 16) & k) == 0;
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                }
+            } else {
+#pragma GCC unroll 16
+                for (int r = 0; r < R; r++) {
+                    /* the lanes that keep the smaller key of the pair */
+                    __m256i lo;
+                    if (k < 16)
+                        lo = _mm256_xor_si256(ones, _mm256_xor_si256(lanes_clear16(j),
+                                                                     lanes_clear16(k)));
+                    else if (((r * 16) & k) == 0)
+                        lo = lanes_clear16(j);
+                    else
+                        lo = _mm256_xor_si256(ones, lanes_clear16(j));
+                    __m256i y = net2_partner(v[r], j);
+                    v[r] = _mm256_blendv_epi8(_mm256_max_epu16(v[r], y),
+                                              _mm256_min_epu16(v[r], y), lo);
+                }
+            }
+        }
+    }
+}
+
+/* Sort a row of NET_MIN..NET2_MAX values; 0 (row untouched) if it is ambiguous (to_keys). */
+KTARGET_AVX2 static int net_sort_avx2(char *d, ptrdiff_t n)
+{
+    uint16_t k[NET2_MAX];
+    memcpy(k, d, (size_t)n * 2);
+    if (to_keys_avx2((char *)k, n)) return 0;
+    int R = 1;
+    while (16 * R < n) R <<= 1;
+    for (ptrdiff_t i = n; i < 16 * R; i++) k[i] = 0xffffu; /* padding sorts last */
+    __m256i v[16];
+    for (int r = 0; r < R; r++) v[r] = _mm256_loadu_si256((const __m256i *)(k + 16 * r));
+    switch (R) { /* a constant R for each unrolled network */
+    case 1: net2_sort(v, 1); break;
+    case 2: net2_sort(v, 2); break;
+    case 4: net2_sort(v, 4); break;
+    case 8: net2_sort(v, 8); break;
+    default: net2_sort(v, 16); break;
+    }
+    for (int r = 0; r < R; r++) _mm256_storeu_si256((__m256i *)(k + 16 * r), v[r]);
+    from_keys_avx2((char *)k, n);
+    memcpy(d, k, (size_t)n * 2);
+    return 1;
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
 /* counting sort over the 65,536 bit patterns                                                 */
 
 /* Write `c` copies of pattern p at element offset *o. */
@@ -879,6 +974,7 @@ static void sort_values_impl(void *data, ptrdiff_t n, int stable)
     if (tier >= BF16_TIER_AVX512 && n >= NET_MIN && n <= BITONIC_MAX &&
         (n <= NET_MAX ? net_sort_avx512(d, n) : bitonic_pays(n) && bitonic_sort_avx512(d, n)))
         return;
+    if (tier == BF16_TIER_AVX2 && n >= NET_MIN && n <= NET2_MAX && net_sort_avx2(d, n)) return;
 #endif
     if (n <= INSERTION_MAX) {
         insertion_sort_values(d, n);
@@ -1172,6 +1268,91 @@ KTARGET_AVX512 static void argsort_net_avx512(const char *d, int64_t *idx, ptrdi
 }
 #endif
 
+#if defined(BF16K_X86)
+/* The same argsort network at the AVX2 tier: 8 words per ymm register, 1 to 16 registers. */
+#define ARG_NET2_MAX 128
+
+/* 32-bit lanes of a ymm register whose lane index has bit j clear (j = 1, 2, 4) */
+KTARGET_AVX2 static inline __m256i lanes_clear8(int j)
+{
+    switch (j) {
+    case 1: return _mm256_set1_epi64x(0x00000000ffffffffLL);
+    case 2: return _mm256_setr_epi64x(-1, 0, -1, 0);
+    default: return _mm256_setr_epi64x(-1, -1, 0, 0);
+    }
+}
+
+KTARGET_AVX2 static inline __m256i net8_partner(__m256i x, int j)
+{
+    switch (j) {
+    case 1: return _mm256_shuffle_epi32(x, 0xB1);
+    case 2: return _mm256_shuffle_epi32(x, 0x4E);
+    default: return _mm256_permute4x64_epi64(x, 0x4E);
+    }
+}
+
+KTARGET_AVX2 static inline __attribute__((always_inline)) void net8_sort(__m256i *v, int R)
+{
+    const __m256i ones = _mm256_set1_epi32(-1);
+#pragma GCC unroll 8
+    for (int k = 2; k <= 8 * R; k <<= 1) {
+#pragma GCC unroll 8
+        for (int j = k >> 1; j > 0; j >>= 1) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                if (j >= 8) {
+                    int jr = j >> 3, p = r | jr;
+                    if (r & jr) continue;
+                    __m256i mn = _mm256_min_epu32(v[r], v[p]), mx = _mm256_max_epu32(v[r], v[p]);
+                    int asc = ((r * 8) & k) == 0;
+                    v[r] = asc ? mn : mx;
+                    v[p] = asc ? mx : mn;
+                } else {
+                    __m256i lo;
+                    if (k < 8)
+                        lo = _mm256_xor_si256(ones, _mm256_xor_si256(lanes_clear8(j),
+                                                                     lanes_clear8(k)));
+                    else if (((r * 8) & k) == 0)
+                        lo = lanes_clear8(j);
+                    else
+                        lo = _mm256_xor_si256(ones, lanes_clear8(j));
+                    __m256i y = net8_partner(v[r], j);
+                    v[r] = _mm256_blendv_epi8(_mm256_max_epu32(v[r], y),
+                                              _mm256_min_epu32(v[r], y), lo);
+                }
+            }
+        }
+    }
+}
+
+KTARGET_AVX2 static inline __attribute__((always_inline)) void arg_net2_n(const char *d,
+                                                                          int64_t *idx,
+                                                                          ptrdiff_t n, int R)
+{
+    uint32_t w[ARG_NET2_MAX];
+    int64_t saved[ARG_NET2_MAX];
+    for (ptrdiff_t i = 0; i < n; i++) {
+        saved[i] = idx[i];
+        w[i] = ((uint32_t)sort_key(ld16(d + 2 * idx[i])) << 16) | (uint32_t)i;
+    }
+    for (ptrdiff_t i = n; i < 8 * R; i++) w[i] = 0xffffffffu;
+    __m256i v[16];
+    for (int r = 0; r < R; r++) v[r] = _mm256_loadu_si256((const __m256i *)(w + 8 * r));
+    net8_sort(v, R);
+    for (int r = 0; r < R; r++) _mm256_storeu_si256((__m256i *)(w + 8 * r), v[r]);
+    for (ptrdiff_t i = 0; i < n; i++) idx[i] = saved[w[i] & 0xffffu];
+}
+
+KTARGET_AVX2 static void argsort_net_avx2(const char *d, int64_t *idx, ptrdiff_t n)
+{
+    if (n <= 8) arg_net2_n(d, idx, n, 1);
+    else if (n <= 16) arg_net2_n(d, idx, n, 2);
+    else if (n <= 32) arg_net2_n(d, idx, n, 4);
+    else if (n <= 64) arg_net2_n(d, idx, n, 8);
+    else arg_net2_n(d, idx, n, 16);
+}
+#endif
+
 int bf16_argsort_stable(const void *data, int64_t *idx, ptrdiff_t n)
 {
     const char *d = (const char *)data;
@@ -1179,6 +1360,10 @@ int bf16_argsort_stable(const void *data, int64_t *idx, ptrdiff_t n)
 #if defined(BF16K_X86)
     if (n <= ARG_NET_MAX && bf16_cpu_tier() >= BF16_TIER_AVX512) {
         argsort_net_avx512(d, idx, n);
+        return 0;
+    }
+    if (n <= ARG_NET2_MAX && bf16_cpu_tier() == BF16_TIER_AVX2) {
+        argsort_net_avx2(d, idx, n);
         return 0;
     }
 #endif
