@@ -256,5 +256,7 @@ def test_text_ignores_the_c_locale(tmp_path):
         assert same.all()
     """
     env = dict(os.environ, LOCPATH=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    # cwd: not the checkout, whose bfloat16_dtype/ (unbuilt) would shadow the installed one
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
