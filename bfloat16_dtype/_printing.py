@@ -64,9 +64,10 @@ def _dragon4_args(x, scientific, kwargs):
         precision = None   # significant digits: 0 means no cut, as for float16
     if min_digits is None or min_digits < 0:
         min_digits = None
-    if precision is not None and precision < have:
-        # Cut: rounded once, half to even. A rounding up drops the zeros its carry leaves
-        # (1.96 -> "2."), down to min_digits; otherwise the digits are kept (1.04 -> "1.0").
+    if precision is not None and (precision < have or (min_digits or 0) > precision):
+        # Cut (or precision=0 below min_digits): rounded once, half to even. A rounding up
+        # drops the zeros its carry leaves (1.96 -> "2."), down to min_digits; otherwise the
+        # digits are kept (1.04 -> "1.0"); zeros pad to min_digits (2e10 -> "2.0000e+10").
         if scientific or not fractional:
             quantum = value.adjusted() - precision + (0 if scientific else 1)
         else:
@@ -74,12 +75,13 @@ def _dragon4_args(x, scientific, kwargs):
         rounded = value.quantize(decimal.Decimal(1).scaleb(quantum),
                                  rounding=decimal.ROUND_HALF_EVEN, context=_EXACT)
         if abs(rounded) > abs(value):
-            # float16's zeros after a carry: padded to min_digits in scientific and fractional
-            # output unless trim="-" takes them, never for significant digits.
-            pad = (min_digits is not None and kwargs.get("trim", "k") != "-"
-                   and (scientific or fractional))
+            # float16's zeros after a carry: padded to min_digits unless trim="-" takes them
+            pad = min_digits is not None and kwargs.get("trim", "k") != "-"
             return float(rounded), dict(kwargs, min_digits=min_digits if pad else -1)
-        return exact, dict(kwargs, unique=False, precision=precision, min_digits=-1)
+        if min_digits is None or min_digits <= precision or kwargs.get("trim", "k") == "-":
+            return exact, dict(kwargs, unique=False, precision=precision, min_digits=-1)
+        # precision=0 below min_digits: the rounded digit, then zeros
+        return float(rounded), dict(kwargs, unique=False, min_digits=-1, precision=min_digits)
     if min_digits is not None and min_digits > have:
         # More digits: the stored value's, then zeros once they run out (-0.0078125 -> ...250).
         if _digit_count(value, scientific, fractional) <= min_digits:
@@ -89,9 +91,9 @@ def _dragon4_args(x, scientific, kwargs):
 
 
 # The C functions' parameters after x, in order (numpy/_core/src/multiarray/multiarraymodule.c).
-_POSITIONAL = ("precision", "unique", "fractional", "trim", "sign", "pad_left", "pad_right",
+_POSITIONAL = ("precision", "unique", "fractional", "sign", "trim", "pad_left", "pad_right",
                "min_digits")
-_SCIENTIFIC_NAMES = ("precision", "unique", "trim", "sign", "pad_left", "exp_digits", "min_digits")
+_SCIENTIFIC_NAMES = ("precision", "unique", "sign", "trim", "pad_left", "exp_digits", "min_digits")
 
 
 def _wrap_dragon4(original, scalar_type, scientific):

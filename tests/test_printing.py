@@ -155,7 +155,7 @@ def test_format_function_hook_only_changes_bfloat16():
 _DRAGON4_OPTIONS = [
     dict(precision=p, min_digits=m, trim=t)
     for p in (-1, 0, 1, 2, 3, 5) for m in (-1, 0, 1, 2, 4, 6) for t in ("k", ".", "0", "-")
-    if p < 0 or m <= p]
+    if p <= 0 or m <= p]   # NumPy allows any min_digits with precision 0
 
 
 def test_dragon4_emulation_matches_float16():
@@ -163,7 +163,8 @@ def test_dragon4_emulation_matches_float16():
     the float64 and options that print it; applied to float16 scalars it must reproduce NumPy's
     own float16 output, option for option (every 37th finite float16 here; all of them agree).
     One combination is left out: fractional=False with both precision and min_digits, where
-    float16's zeros after a rounding carry follow no rule we could state (1.0 but 0.00004)."""
+    float16 pads the zeros after a rounding carry for normal values (4.97 -> "5.0", as the
+    wrapper does) but not for its subnormals (3.95e-05 -> "0.00004")."""
     from numpy._core import multiarray as ma
     from bfloat16_dtype import _printing
 
@@ -221,6 +222,28 @@ def test_precision_cut_rounds_the_stored_value_once():
                 assert float(got) == float(f"{float(x):.{p}f}"), (float(x), p, got)
     with np.printoptions(precision=1):
         assert str(bf([0.15, 1.0])) == "[0.2 1. ]"
+    # precision=0 rounds to one digit, then min_digits pads with zeros: float32 holding the
+    # same value (19998441472) is the reference, float16 for the others
+    x = bfloat16(2e10)
+    assert (np.format_float_scientific(x, precision=0, min_digits=4)
+            == np.format_float_scientific(np.float32(float(x)), precision=0, min_digits=4))
+    for v, kw in ((1.07, dict(precision=0, min_digits=1)),
+                  (4.97, dict(precision=2, min_digits=2, fractional=False))):
+        assert (np.format_float_positional(bfloat16(v), **kw)
+                == np.format_float_positional(np.float16(v), **kw)), (v, kw)
+    assert (np.format_float_scientific(bfloat16(0.33), precision=0, min_digits=2)
+            == np.format_float_scientific(np.float16(0.33), precision=0, min_digits=2))
+
+
+def test_dragon4_wrappers_take_positional_arguments():
+    """The wrapped arrayprint.dragon4_* take their options by position too, in the C
+    functions' order (sign before trim), as float16's calls do."""
+    for args in ((3, True, True, True, "k"), (3, True, True, True), (-1, True, False, False)):
+        assert (arrayprint.dragon4_positional(bfloat16(1.5), *args)
+                == arrayprint.dragon4_positional(np.float16(1.5), *args)), args
+    for args in ((3, True, True, "k"), (2, True, False, "-", -1, 3)):
+        assert (arrayprint.dragon4_scientific(bfloat16(1.5), *args)
+                == arrayprint.dragon4_scientific(np.float16(1.5), *args)), args
     assert np.array2string(bf([0.895]), precision=2) == "[0.89]"
 
 
