@@ -10,7 +10,8 @@ Two hooks into ``numpy._core.arrayprint`` (checked by ``tests/test_printing.py``
   float32, float64 and longdouble and reads anything else as a float64: 3.140625 (the bfloat16
   nearest 3.14159) would print as ``3.140625``. When unique (shortest) digits are asked for, the
   Dragon4 wrappers hand it the float64 that has exactly the shortest digits that round back to
-  the same bfloat16; everything else passes through untouched.
+  the same bfloat16, and where ``precision`` cuts them or ``min_digits`` asks for more, the
+  stored value with the options that print float16's digits (``_dragon4_args``).
 """
 from __future__ import annotations
 
@@ -18,10 +19,6 @@ import decimal
 import functools
 
 import numpy as np
-
-
-def _shortest_double(x) -> float:
-    return float(str(x)) if np.isfinite(float(x)) else float(x)
 
 
 _SCIENTIFIC = np._core.multiarray.dragon4_scientific
@@ -43,20 +40,21 @@ def _digit_count(value: decimal.Decimal, scientific: bool, fractional: bool) -> 
 def _dragon4_args(x, scientific, kwargs):
     """The Dragon4 argument and options that print the scalar ``x`` as float16's are printed.
 
-    Unique mode prints the shortest digits that round back to ``x``: those of the float64
-    ``_shortest_double(x)``. Where ``precision`` cuts them or ``min_digits`` asks for more, the
+    Unique mode prints the shortest digits that round back to ``x``: those of the float64 of
+    ``str(x)`` (tests/test_scalar.py::test_str_shortest_round_trip_all_patterns). Where ``precision`` cuts them or ``min_digits`` asks for more, the
     digits are the stored value's, rounded once, with float16's rules for the zeros that
     remain (tests/test_printing.py::test_dragon4_emulation_matches_float16).
     """
     exact = float(x)
     if not kwargs.get("unique", True) or not np.isfinite(exact):
         return exact, kwargs
-    shortest = _shortest_double(x)
+    text = str(x)
+    shortest = float(text)
     if shortest == exact:
         return exact, kwargs
     fractional = kwargs.get("fractional", True)
     value = decimal.Decimal(exact)
-    have = _digit_count(decimal.Decimal(str(x)), scientific, fractional)
+    have = _digit_count(decimal.Decimal(text), scientific, fractional)
     precision = kwargs.get("precision")
     min_digits = kwargs.get("min_digits")
     if precision is None or precision < 0 or (precision == 0 and not scientific
