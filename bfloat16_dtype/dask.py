@@ -15,6 +15,7 @@ workers unpickle bfloat16 arrays as long as ``bfloat16_dtype`` is importable the
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import dask.array as da
@@ -31,6 +32,8 @@ _F32 = np.dtype(np.float32)
 
 def _as_dask(x: Any, name: str) -> da.Array:
     arr = x if isinstance(x, da.Array) else da.asarray(x)
+    if arr.dtype.type is bfloat16 and not arr.dtype.isnative:
+        arr = arr.astype(_BF16)          # byte-swapped: NumPy's own functions take it too
     if arr.dtype != _BF16:
         raise TypeError(f"{name} must have dtype bfloat16_dtype.bfloat16, got {arr.dtype!r}")
     return arr
@@ -120,10 +123,17 @@ def mean(x: Any, axis: int | Sequence[int] | None = None, *, keepdims: bool = Fa
     x = _as_dask(x, "x")
     target = _out_dtype(out_dtype)
     axes = _normalize_axis(axis, x.ndim)
+    total = _sum_f32(x, axes, keepdims, split_every)
+    if any(math.isnan(x.shape[ax]) for ax in axes):
+        # unknown chunk sizes (x selected by a boolean mask): the count is computed with the sum
+        # (tests/test_dask.py::test_mean_with_unknown_chunk_sizes)
+        ones = x.map_blocks(lambda b: np.ones(b.shape, np.int64), dtype=np.int64)
+        count = ones.sum(axis=axes, keepdims=keepdims, split_every=split_every)
+        m = da.where(count > 0, total / count.astype(np.float32), np.float32(np.nan))
+        return m if target == _F32 else m.astype(_BF16)
     count = 1
     for ax in axes:
         count *= x.shape[ax]
-    total = _sum_f32(x, axes, keepdims, split_every)
     with np.errstate(invalid="ignore", divide="ignore"):
         m = total / np.float32(count) if count else total * np.float32(np.nan)
     return m if target == _F32 else m.astype(_BF16)

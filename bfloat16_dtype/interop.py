@@ -302,6 +302,16 @@ def _view_ml_bfloat16(x: np.ndarray) -> np.ndarray:
     return x.view(_DTYPE) if _ml_dtype is not None and x.dtype == _ml_dtype else x
 
 
+def _read_as_ours(x: np.ndarray) -> np.ndarray:
+    """An input the helpers only read: ml_dtypes' bfloat16 as ours (a view), and a byte-swapped
+    bfloat16 as a native copy, as NumPy's own functions take it
+    (tests/test_reductions.py::test_helpers_read_byte_swapped_bfloat16)."""
+    x = _view_ml_bfloat16(x)
+    if x.dtype.type is _ext.bfloat16 and not x.dtype.isnative:
+        return x.astype(_DTYPE)
+    return x
+
+
 def _dtype_text(dt: np.dtype) -> str:
     """A dtype for an error message, with its type's module where the name alone is ambiguous
     (ml_dtypes' bfloat16 prints as "bfloat16" too)."""

@@ -15,6 +15,8 @@ import io as _pyio
 import json
 import math
 import os
+import secrets
+import stat
 import threading
 import zipfile
 from typing import IO, Any, Mapping
@@ -71,7 +73,10 @@ def save_safetensors(tensors: Mapping[str, np.ndarray], path: "str | os.PathLike
     """Write arrays to a safetensors file: bfloat16 (ours or ml_dtypes') as ``BF16``, numpy's
     numeric types under their codes. ``metadata`` is an optional str -> str mapping.
 
-    Readable by ``safetensors.torch.load_file`` and every other safetensors reader.
+    Readable by ``safetensors.torch.load_file`` and every other safetensors reader. The file
+    is written under a temporary name beside ``path`` and then renamed over it, so arrays that
+    still map the old file (``load_safetensors(path, mmap=True)``) can be saved back to it, and
+    a failed write leaves the old file as it was.
     """
     if not isinstance(tensors, Mapping):
         raise TypeError(f"tensors must be a mapping of names to arrays, got {type(tensors).__name__}")
@@ -80,12 +85,15 @@ def save_safetensors(tensors: Mapping[str, np.ndarray], path: "str | os.PathLike
         if not isinstance(metadata, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
             raise TypeError("metadata must map str to str")
+        for text_ in (*metadata.keys(), *metadata.values()):
+            _check_unicode(text_, "metadata")
         header["__metadata__"] = dict(metadata)
     blobs = []
     offset = 0
     for name, arr in tensors.items():
         if not isinstance(name, str) or name == "__metadata__":
             raise ValueError(f"invalid tensor name {name!r}")
+        _check_unicode(name, "tensor name")
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"tensor {name!r} is a {type(arr).__name__}, not a numpy array")
         code = _st_code(arr.dtype)
@@ -99,13 +107,47 @@ def save_safetensors(tensors: Mapping[str, np.ndarray], path: "str | os.PathLike
         blobs.append(data.reshape(-1).view(np.uint8))   # bytes of any dtype (ml_dtypes' F8 too)
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-(8 + len(text)) % 8)     # the data starts 8-byte aligned
-    # everything is checked and laid out before the file is opened: a refused tensor leaves an
-    # existing file as it was (tests/test_io_safetensors.py::test_refused_tensor_leaves_the_file)
-    with open(path, "wb") as f:
-        f.write(len(text).to_bytes(8, "little"))
-        f.write(text)
-        for data in blobs:
-            f.write(data)
+    # everything is checked and laid out before a file is opened: a refused tensor leaves an
+    # existing file as it was (tests/test_io_safetensors.py::test_refused_tensor_leaves_the_file);
+    # the blobs may be views of the file being replaced, which the rename leaves intact
+    # (::test_save_back_to_a_mapped_file)
+    target = os.path.realpath(os.fsdecode(os.fspath(path)))
+    try:
+        st = os.stat(target)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):     # a device or pipe: written in place
+        with open(target, "wb") as f:
+            _write_safetensors(f, text, blobs)
+        return
+    tmp = os.path.join(os.path.dirname(target),
+                       f".{os.path.basename(target)}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write_safetensors(f, text, blobs)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))     # an existing file keeps its mode
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _write_safetensors(f, text: bytes, blobs) -> None:
+    f.write(len(text).to_bytes(8, "little"))
+    f.write(text)
+    for data in blobs:
+        f.write(data)
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """Names and metadata must be UTF-8 encodable: a lone surrogate writes a file that no
+    safetensors reader opens (tests/test_io_safetensors.py::test_lone_surrogates_are_refused)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} {text!r} is not valid Unicode (lone surrogate)") from None
 
 
 def _bad(path, msg: str) -> ValueError:
@@ -132,6 +174,8 @@ def _parse_header(raw: bytes, buffer_len: int, path) -> tuple[dict, list]:
         header = json.loads(text, object_pairs_hook=_no_duplicates)
     except ValueError as exc:   # json.JSONDecodeError is a ValueError; so is a duplicate key
         raise _bad(path, f"header is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise _bad(path, "header nests too deeply") from None
     if not isinstance(header, dict):
         raise _bad(path, "header is not a JSON object")
     metadata = header.pop("__metadata__", None)
@@ -149,7 +193,7 @@ def _parse_header(raw: bytes, buffer_len: int, path) -> tuple[dict, list]:
         if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
             raise _bad(path, f"tensor {name!r}: entry must have dtype, shape and data_offsets")
         code, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
-        if code not in _ST_SIZES:
+        if not isinstance(code, str) or code not in _ST_SIZES:
             raise _bad(path, f"tensor {name!r}: unknown or unsupported dtype {code!r}")
         if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
             raise _bad(path, f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")

@@ -90,6 +90,7 @@ def _converts(dtype: np.dtype) -> bool:
     """Real numbers NumPy can cast to bfloat16: builtin ints, bools and floats, and other
     libraries' types with such a cast (ml_dtypes' bfloat16, float8, ...)."""
     return dtype.kind in "biuf" or (dtype.kind == "V" and dtype.fields is None and
+                                    dtype.type is not np.void and
                                     np.can_cast(dtype, _BF16, "unsafe"))
 
 
@@ -117,7 +118,7 @@ def _as_bf16(x, name: str) -> np.ndarray:
 def _check_target(dt: np.dtype, what: str) -> np.dtype:
     """A result dtype the product can be written in: bfloat16 or a NumPy float/complex (as
     np.matmul's same_kind output rule allows for a bfloat16 result)."""
-    if dt != _BF16 and dt.kind not in "fc":
+    if dt.type is not _BF16.type and dt.kind not in "fc":   # bfloat16 of either byte order
         raise TypeError(f"matmul: {what} must be bfloat16 or a floating-point dtype, got {dt!r}")
     return dt
 
@@ -240,7 +241,7 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     if out is not None:
         out[...] = result
         return out
-    return result
+    return result[()] if result.ndim == 0 else result   # 1-D @ 1-D: a scalar, as np.matmul
 
 
 def _check_out(out) -> None:
@@ -255,7 +256,9 @@ def _out_target(out, out_dtype):
     if out is None:
         return out_dtype
     _check_out(out)
-    return out_dtype if out_dtype is not None else out.dtype
+    if out_dtype is not None and out.dtype != np.dtype(out_dtype):
+        raise TypeError(f"matmul: out has dtype {out.dtype} but out_dtype is {np.dtype(out_dtype)}")
+    return out.dtype
 
 
 def _need_ndim(x, n: int, which: int, name: str, signature: str) -> np.ndarray:

@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ._ext import bfloat16
-from .interop import _dtype_text, _view_ml_bfloat16
+from .interop import _dtype_text, _read_as_ours
 
 __all__ = ["round", "around", "sum", "mean", "var", "std"]
 
@@ -44,7 +44,7 @@ def _as_bf16_input(x: Any, name: str = "x") -> np.ndarray:
         # (tests/test_reductions.py::test_numerics_refuse_masked_arrays)
         raise TypeError(f"{name} is a masked array: these helpers would ignore its mask; use "
                         f"its own methods ({name}.mean(), {name}.sum()) or {name}.filled(...)")
-    a = _view_ml_bfloat16(np.asarray(x))
+    a = _read_as_ours(np.asarray(x))
     if a.dtype.kind not in "fiub" and a.dtype != _BF16:
         raise TypeError(f"{name} must be a real numeric array, got dtype {_dtype_text(a.dtype)}")
     return a
@@ -84,8 +84,9 @@ def round(x: Any, decimals: int = 0, out: Optional[np.ndarray] = None):
         d = operator.index(decimals)
     except TypeError:
         raise TypeError(f"decimals must be an integer, got {decimals!r}") from None
-    a = _as_bf16_input(x).astype(np.float64)
-    if d < -308:    # 10**-d overflows float64: every finite value rounds to a zero of its sign
+    a = _as_bf16_input(x)
+    a = a.astype(_exact_float(a))
+    if d < -308 and a.dtype == np.float64:  # 10**-d overflows: finite values round to a zero
         return _finish(np.where(np.isfinite(a), np.copysign(0.0, a), a), out)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.round(a, d)
@@ -165,10 +166,20 @@ def std(x: Any, axis: Axis = None, ddof: float = 0, keepdims: bool = False, wher
                           keepdims=keepdims, where=where), out)
 
 
+def _exact_float(a: np.ndarray) -> type:
+    """A float type that holds every value of `a` exactly where the platform has one: long
+    double for 64-bit integers and long double input (x86's 64-bit significand), float64 for the
+    rest. Converting through float64 would round those twice
+    (tests/test_reductions.py::test_numerics_round_wide_inputs_once)."""
+    if a.dtype == np.longdouble or (a.dtype.kind in "iu" and a.dtype.itemsize == 8):
+        return np.longdouble
+    return np.float64
+
+
 def _accumulator(a: np.ndarray) -> type:
-    """float32 for bfloat16 and narrower input; float64 for wider (float64 input summed in
+    """float32 for bfloat16 and narrower input; _exact_float for wider (float64 input summed in
     float32 would round twice, once to float32 and once to bfloat16)."""
-    return np.float64 if a.dtype.itemsize > 2 else np.float32
+    return _exact_float(a) if a.dtype.itemsize > 2 else np.float32
 
 
 def _axis(axis: Axis):

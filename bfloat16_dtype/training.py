@@ -27,7 +27,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._ext import bfloat16
-from .interop import _dtype_text, _view_ml_bfloat16
+from .interop import _dtype_text, _read_as_ours, _view_ml_bfloat16
 from .rounding import RngLike, _generator, to_bfloat16
 
 __all__ = ["all_finite", "LossScaler", "MasterWeights", "SGD", "Adam", "AdamW"]
@@ -225,7 +225,7 @@ class MasterWeights:
         self.dtype = working_dtype
         self.masters: List[np.ndarray] = []
         for i, p in enumerate(params):
-            arr = _view_ml_bfloat16(np.asarray(p))
+            arr = _read_as_ours(np.asarray(p))
             if arr.dtype.kind != "f" and arr.dtype != _BF16:
                 raise TypeError(f"MasterWeights: params[{i}] must be a float array, got dtype "
                                 f"{_dtype_text(arr.dtype)}")
@@ -307,7 +307,7 @@ class _Optimizer:
         for i, (g, p) in enumerate(zip(grads, self.params)):
             if g is None:
                 raise TypeError(f"{self._name}.step: grads[{i}] is None")
-            g = _view_ml_bfloat16(np.asarray(g))
+            g = _read_as_ours(np.asarray(g))
             if g.shape != p.shape:
                 raise ValueError(f"{self._name}.step: grads[{i}] has shape {g.shape}, params[{i}] has {p.shape}")
             if g.dtype.kind != "f" and g.dtype != _BF16:

@@ -176,19 +176,20 @@ static inline bf16_t ld_to_bf16(long double v) { return f64_to_bf16(ld_to_f64_ro
 /* Unsigned 64-bit integer -> double with round-to-odd, so the final rounding happens once. */
 static inline double u64_to_f64_round_odd(uint64_t m)
 {
-    if (m < (1ull << 53)) return (double)m;
+    if (m < (1ull << 53)) return (double)(int64_t)m; /* exact */
     int shift = 64 - 53 - __builtin_clzll(m); /* bits below the 53 we keep */
     uint64_t kept = m >> shift;
     if (m & ((1ull << shift) - 1)) kept |= 1u;
-    return ldexp((double)kept, shift);
+    return (double)(int64_t)kept * (double)(1ull << shift); /* exact: kept < 2^53, shift <= 11 */
 }
 static inline bf16_t u64_to_bf16(uint64_t m) { return f64_to_bf16(u64_to_f64_round_odd(m)); }
-static inline bf16_t i64_to_bf16(int64_t v)
+static inline double i64_to_f64_round_odd(int64_t v)
 {
-    uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    bf16_t h = u64_to_bf16(m);
-    return v < 0 ? (bf16_t)(h | BF16_SIGN) : h;
+    if ((uint64_t)v + (1ull << 53) <= (1ull << 54)) return (double)v; /* |v| <= 2^53: exact */
+    double d = u64_to_f64_round_odd(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    return v < 0 ? -d : d;
 }
+static inline bf16_t i64_to_bf16(int64_t v) { return f64_to_bf16(i64_to_f64_round_odd(v)); }
 
 /* True when rounding the finite float32 `f` to bfloat16 produced an infinity (an overflow). */
 static inline int bf16_overflowed(float f, bf16_t h)

@@ -27,32 +27,53 @@ PyObject *bf16_complex_warning = NULL; /* numpy.exceptions.ComplexWarning, set o
 
 /* ---- into bfloat16 ------------------------------------------------------------------- */
 
-#define SIGNED_TO_BF16(NAME, T)                                                        \
+/*
+ * Integers round once, in blocks through the bulk kernels: a block whose magnitudes are at most
+ * 2^24 is exact in float32 and rounds in the float32 -> bfloat16 kernel; any other becomes
+ * float64 (exact below 2^53, rounded to odd above: 53 bits keep all that bfloat16's 8 need to
+ * round once) and rounds in the float64 one (tests/test_conversions.py::
+ * test_int64_matches_exact_rounding, ::test_small_ints_exhaustive,
+ * ::test_int32_random_match_exact_rounding, tests/test_kernels_convert.py::test_integers_round_once and
+ * tests/test_casts.py::test_ints_to_bf16). No integer reaches bfloat16's overflow threshold.
+ */
+#define INT_BLOCK 512
+#define INT_TO_BF16(NAME, T, UT, IS_SIGNED, TO_F64)                                    \
     static void NAME##_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)     \
     {                                                                                  \
         (void)a; (void)b;                                                              \
-        for (npy_intp i = 0; i < n; i++)                                               \
-            STORE(bf16_t, to, i, i64_to_bf16((int64_t)LOAD(T, from, i)));              \
+        union { float f[INT_BLOCK]; double d[INT_BLOCK]; } buf;                        \
+        for (npy_intp i0 = 0; i0 < n; i0 += INT_BLOCK) {                               \
+            npy_intp m = n - i0 < INT_BLOCK ? n - i0 : INT_BLOCK;                      \
+            char *out = (char *)to + 2 * i0;                                           \
+            int small = 1;                                                             \
+            for (npy_intp i = 0; i < m; i++) {                                         \
+                T v = LOAD(T, from, i0 + i);                                           \
+                small &= sizeof(T) <= 2 || (IS_SIGNED ? (UT)((UT)v + (1u << 24)) <= (1u << 25) \
+                                                      : (UT)v <= (1u << 24));          \
+                buf.f[i] = (float)(int32_t)v; /* what the block keeps if small */      \
+            }                                                                          \
+            if (small) {                                                               \
+                bf16_from_f32_array(buf.f, 4, out, 2, m, NULL);                        \
+            }                                                                          \
+            else {                                                                     \
+                for (npy_intp i = 0; i < m; i++)                                       \
+                    buf.d[i] = TO_F64(LOAD(T, from, i0 + i));                          \
+                bf16_from_f64_array(buf.d, 8, out, 2, m, NULL, NULL);                  \
+            }                                                                          \
+        }                                                                              \
         NOTE_INTO(from, sizeof(T), to, n);                                             \
     }
-#define UNSIGNED_TO_BF16(NAME, T)                                                      \
-    static void NAME##_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)     \
-    {                                                                                  \
-        (void)a; (void)b;                                                              \
-        for (npy_intp i = 0; i < n; i++)                                               \
-            STORE(bf16_t, to, i, u64_to_bf16((uint64_t)LOAD(T, from, i)));             \
-        NOTE_INTO(from, sizeof(T), to, n);                                             \
-    }
-SIGNED_TO_BF16(byte, npy_byte)
-SIGNED_TO_BF16(short, npy_short)
-SIGNED_TO_BF16(int, npy_int)
-SIGNED_TO_BF16(long, npy_long)
-SIGNED_TO_BF16(longlong, npy_longlong)
-UNSIGNED_TO_BF16(ubyte, npy_ubyte)
-UNSIGNED_TO_BF16(ushort, npy_ushort)
-UNSIGNED_TO_BF16(uint, npy_uint)
-UNSIGNED_TO_BF16(ulong, npy_ulong)
-UNSIGNED_TO_BF16(ulonglong, npy_ulonglong)
+#define EXACT_F64(v) ((double)(v))
+INT_TO_BF16(byte, npy_byte, npy_uint32, 1, EXACT_F64)
+INT_TO_BF16(short, npy_short, npy_uint32, 1, EXACT_F64)
+INT_TO_BF16(ubyte, npy_ubyte, npy_uint32, 0, EXACT_F64)
+INT_TO_BF16(ushort, npy_ushort, npy_uint32, 0, EXACT_F64)
+INT_TO_BF16(int, npy_int, npy_uint, 1, i64_to_f64_round_odd)
+INT_TO_BF16(uint, npy_uint, npy_uint, 0, u64_to_f64_round_odd)
+INT_TO_BF16(long, npy_long, npy_ulong, 1, i64_to_f64_round_odd)
+INT_TO_BF16(longlong, npy_longlong, npy_ulonglong, 1, i64_to_f64_round_odd)
+INT_TO_BF16(ulong, npy_ulong, npy_ulong, 0, u64_to_f64_round_odd)
+INT_TO_BF16(ulonglong, npy_ulonglong, npy_ulonglong, 0, u64_to_f64_round_odd)
 
 static void
 bool_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
@@ -844,24 +865,14 @@ fill_from_complex_specs(void)
  * and raise the IEEE flags of the legacy functions they replace (benchmarks/bench_elementwise.py,
  * "strided" rows; tests/test_casts.py::test_float_casts_every_layout). */
 
-/* bfloat16 -> float64: through float32 blocks (exact, then exact again); (double) of a
- * signalling NaN raises "invalid", as the scalar conversion does. */
+/* bfloat16 -> float64 (exact; (double) of a signalling NaN raises "invalid", as the scalar
+ * conversion does). */
 static int
 bf16_to_f64_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
                  const npy_intp *dimensions, const npy_intp *strides,
                  NpyAuxData *NPY_UNUSED(auxdata))
 {
-    float buf[256];
-    const char *src = data[0];
-    char *dst = data[1];
-    for (npy_intp i0 = 0; i0 < dimensions[0]; i0 += 256) {
-        npy_intp m = dimensions[0] - i0 < 256 ? dimensions[0] - i0 : 256;
-        bf16_to_f32_array(src + i0 * strides[0], strides[0], buf, 4, m);
-        for (npy_intp i = 0; i < m; i++) {
-            double v = (double)buf[i];
-            memcpy(dst + (i0 + i) * strides[1], &v, sizeof(v));
-        }
-    }
+    bf16_to_f64_array(data[0], strides[0], data[1], strides[1], dimensions[0]);
     bf16_reduction_cast(data[0], strides[0], 1, data[1], strides[1], 0, dimensions[0]);
     return 0;
 }

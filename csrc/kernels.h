@@ -49,6 +49,10 @@ void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdi
 void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                        ptrdiff_t n);
 
+/* bfloat16 -> float64 (exact). */
+void bf16_to_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
+                       ptrdiff_t n);
+
 /*
  * Sum of n bfloat16 values accumulated in float32 with pairwise (cascade) summation: the error
  * bound grows like O(log n) * eps_f32, as for numpy's float32 sum. n <= 0 gives 0.0f.

@@ -31,7 +31,7 @@ def main(src: str, dst: str) -> None:
     for key in inp.files:
         x = inp[key]
         kind, _, name = key.partition(":")
-        if kind == "bf16":  # bfloat16 bits -> float32 (contiguous, and a misaligned start)
+        if kind == "bf16":  # bfloat16 bits -> float32 and float64 (contiguous, misaligned start)
             b = x.view(bfloat16)
             out[key] = b.astype(np.float32)
             out[key + ":off1"] = b[1:].astype(np.float32)
@@ -39,6 +39,12 @@ def main(src: str, dst: str) -> None:
             shifted = np.empty(b.size + 1, np.float32)[1:]  # output start shifted by one element
             np.copyto(shifted, b, casting="unsafe")
             out[key + ":dst1"] = shifted
+            out[key + ":f64"] = b.astype(np.float64)
+            out[key + ":f64_off1"] = b[1:].astype(np.float64)
+            out[key + ":f64_stride3"] = b[::3].astype(np.float64)
+        elif kind == "int":  # integers -> bfloat16 bits, whole and from an odd start
+            out[key] = x.astype(bfloat16).view(np.uint16)
+            out[key + ":off1"] = x[1:].astype(bfloat16).view(np.uint16)
         elif kind in ("f32", "f64"):  # -> bfloat16 bits, and the warnings the cast raised
             res, fl = flags_of(lambda: x.astype(bfloat16))
             out[key] = res.view(np.uint16)

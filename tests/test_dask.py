@@ -69,6 +69,29 @@ def test_sum_and_mean_against_float64(client, axis):
     np.testing.assert_allclose(s32, s64, rtol=1e-5)
 
 
+@pytest.mark.parametrize("axis, keepdims", [(0, False), (None, False), ((0, 1), True), (1, False)])
+def test_mean_with_unknown_chunk_sizes(axis, keepdims):
+    """Rows picked by a dask boolean mask have unknown sizes (nan in the shape): the count comes
+    from the data, as dask's own mean does (it was nan, so every mean was NaN). An empty
+    selection gives NaN."""
+    rng = np.random.default_rng(11)
+    bits = reference_round(rng.uniform(0, 4, (40, 6)).astype(np.float32))
+    keep = rng.random(40) < 0.6
+    x = da.from_array(bits.view(bfloat16), chunks=(7, 6))
+    y = x[da.from_array(keep, chunks=7)]
+    assert np.isnan(y.shape[0])
+    got = bfd.mean(y, axis=axis, keepdims=keepdims).compute()
+    want = round_once(exact_f32(bits[keep]).astype(np.float64).mean(axis=axis, keepdims=keepdims)
+                      .astype(np.float32).astype(np.float64))
+    assert np.shape(got) == np.shape(want)
+    # float32 sum and division: at most one bfloat16 step from the float64 mean
+    diff = np.abs(np.asarray(got, np.float64) - exact_f32(want).astype(np.float64))
+    assert np.all(diff <= 2.0 ** (np.floor(np.log2(exact_f32(want).astype(np.float64))) - 7))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        none = bfd.mean(x[da.from_array(np.zeros(40, bool), chunks=7)], axis=0).compute()
+    assert np.isnan(np.asarray(none, np.float32)).all()
+
+
 def test_matmul_against_float64(client):
     rng = np.random.default_rng(4)
     abits = reference_round(rng.uniform(0, 1, (96, 1000)).astype(np.float32))

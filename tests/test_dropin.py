@@ -198,6 +198,27 @@ def test_einsum_single_operand_reductions_need_dtype():
     assert np.einsum("ij->ji", S, optimize=True).dtype == BF16
 
 
+@pytest.mark.parametrize("spec, shapes", [
+    ("ij,jk->ik", [(1, 3), (3, 4)]), ("ij,jk->ik", [(2, 3), (3, 1)]),
+    ("bij,bjk->bik", [(1, 2, 3), (1, 3, 4)]), ("ij,ij->i", [(1, 4), (1, 4)]), ("i,i->", [(1,), (1,)]),
+])
+def test_einsum_products_with_a_size_one_index(spec, shapes):
+    """NumPy >= 2.4's optimize=True first sums size-1 (and one-sided) indices out with its C
+    einsum, which has no bfloat16 kernel, even with dtype=: a TypeError naming einsum, never a
+    wrong value. The README's workaround, float32 operands, gives the float32 result."""
+    ops = [np.arange(1, 1 + int(np.prod(s)), dtype=np.float32).reshape(s) for s in shapes]
+    want = np.einsum(spec, *ops)
+    for kw in ({}, {"dtype": np.float32}):
+        try:
+            got = np.einsum(spec, *(o.astype(bfloat16) for o in ops), optimize=True, **kw)
+        except TypeError as exc:
+            assert "einsum" in str(exc)
+        else:  # NumPy before 2.4: tensordot, exact here
+            assert np.asarray(got, np.float32).tolist() == want.tolist()
+    got = np.einsum(spec, *(o.astype(bfloat16).astype(np.float32) for o in ops), optimize=True)
+    assert got.tolist() == want.tolist()
+
+
 # ---- the scalar type and dtype as drop-in replacements (float16 / ml_dtypes behaviour) ----
 
 @pytest.mark.parametrize("value", [np.array([1.0, 2.5]), [1.0, 2.5], (1, 2.5),

@@ -98,6 +98,10 @@ GOOD = {"a": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]},
     (make_file({"a": {"dtype": "BF16", "shape": [2**64, 0], "data_offsets": [0, 0]}}, b""), "more elements"),
     (make_file({"\ud800": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2), "not valid Unicode"),
     (make_file({"__metadata__": {"k": 1}}, b""), "__metadata__"),
+    (make_file({"a": {"dtype": ["BF16"], "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2), "unknown"),
+    (make_file({"a": {"dtype": {}, "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2), "unknown"),
+    (struct.pack("<Q", 200_002) + b"[" * 100_001 + b"]" * 100_001, r"start with '\{'"),
+    (struct.pack("<Q", 200_006) + b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests too deeply"),
 ])
 def test_bad_files_raise_clear_errors(tmp_path, blob, msg):
     p = write(tmp_path, blob)
@@ -129,6 +133,38 @@ def test_refused_tensor_leaves_the_file(tmp_path):
     with pytest.raises(TypeError, match="no code"):
         io.save_safetensors({"w": np.ones(3, bfloat16), "s": np.array(["x"])}, p)
     assert p.read_bytes() == before
+
+
+def test_save_back_to_a_mapped_file(tmp_path):
+    """Arrays that map a file (mmap=True) saved back to it, the file growing and shrinking:
+    the new file holds their values (a write in place once truncated the file under them)."""
+    p = tmp_path / "m.safetensors"
+    io.save_safetensors({"a": np.arange(1000, dtype=bfloat16), "b": np.arange(3, dtype=bfloat16)}, p)
+    p.chmod(0o640)
+    for extra in (np.ones(5000, bfloat16), np.ones(1, bfloat16)):
+        t = io.load_safetensors(p, mmap=True)
+        want = {k: v.copy() for k, v in t.items()}
+        t["c"] = extra
+        io.save_safetensors(t, p)
+        back = io.load_safetensors(p)
+        for k in ("a", "b"):
+            np.testing.assert_array_equal(back[k].view(np.uint16), want[k].view(np.uint16))
+        np.testing.assert_array_equal(back["c"].view(np.uint16), extra.view(np.uint16))
+        del t
+    assert p.stat().st_mode & 0o777 == 0o640          # an existing file keeps its mode
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["m.safetensors"]  # no temporary left
+
+
+def test_lone_surrogates_are_refused(tmp_path):
+    """A name or metadata that UTF-8 cannot encode would make a file no reader opens."""
+    p = tmp_path / "s.safetensors"
+    with pytest.raises(ValueError, match="lone surrogate"):
+        io.save_safetensors({"\ud800": np.ones(1, bfloat16)}, p)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        io.save_safetensors({"a": np.ones(1, bfloat16)}, p, metadata={"k": "\udfff"})
+    with pytest.raises(ValueError, match="lone surrogate"):
+        io.save_safetensors({"a": np.ones(1, bfloat16)}, p, metadata={"\udfff": "v"})
+    assert not p.exists()
 
 
 def test_float8_tensors_of_ml_dtypes(tmp_path):

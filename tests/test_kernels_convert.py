@@ -9,13 +9,14 @@ Array lengths cover the vector bodies, masked heads and tails, and the streaming
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from conftest import exact_f32, reference_round
 from kernel_tiers import run_tier, tier_params
-from test_conversions import float64_reference_bits
+from test_conversions import float64_reference_bits, fraction_to_bits
 
 RNG = np.random.default_rng(20261122)
 ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
@@ -79,6 +80,32 @@ def f32_subnormals() -> np.ndarray:
     return bits.view(np.float32)
 
 
+def int_inputs() -> dict[str, np.ndarray]:
+    """Integers of every width: blocks within +-2^24 (the float32 route of the cast), blocks
+    with larger magnitudes near rounding midpoints (the float64 route, rounded to odd above
+    2^53), and the two mixed in one array; lengths that leave tails."""
+    d = {}
+    for t in (np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+        info = np.iinfo(t)
+        lo, hi = int(info.min), int(info.max)
+        small = RNG.integers(max(lo, -(1 << 24)), min(hi, 1 << 24), 3001, endpoint=True)
+        parts = [small]
+        if info.bits > 16:
+            # bfloat16 midpoints k * 2^j + 2^(j-1) (k of 8 bits) and their neighbours
+            j = RNG.integers(17, info.bits - (9 if lo < 0 else 8), 3000, endpoint=True)
+            k = RNG.integers(1 << 7, 1 << 8, 3000)
+            mid = [int(a) * (1 << int(b)) + (1 << (int(b) - 1)) + int(c)
+                   for a, b, c in zip(k, j, RNG.integers(-1, 2, 3000))]
+            mid = [m for m in mid if m <= hi] + [hi, (1 << 24) + 1, (1 << 24) + 3]
+            if lo < 0:
+                mid += [-m for m in mid[::2]] + [lo, lo + 1, -(1 << 24) - 1]
+            # sorted by magnitude: whole blocks of 2^24..2^25, where a float32 step would
+            # round twice
+            parts.append(np.array(sorted(mid, key=abs), dtype=object).astype(t))
+        d[f"int:{np.dtype(t).name}"] = np.concatenate([p.astype(t) for p in parts])
+    return d
+
+
 def inputs() -> dict[str, np.ndarray]:
     d = {
         "bf16:all": ALL_BITS,
@@ -101,6 +128,7 @@ def inputs() -> dict[str, np.ndarray]:
         "f64:noflag": np.concatenate([np.linspace(-1e38, 1e38, 101), [np.inf, -np.inf, np.nan, 2.0**-130, -(2.0**-133), 2.0**-126]]),
         "f64:tiny_exact_f32": np.concatenate([np.ones(20), [2.0**-127 + 2.0**-140], np.ones(20)]),
     }
+    d.update(int_inputs())
     big = np.ones(2_100_000, np.float32)
     big[1_000_003] = f32([0x7F7FC000])[0]  # in the streaming loop
     d["f32:big_ovf"] = big
@@ -139,6 +167,24 @@ def test_widen_every_pattern(out, key):
                         (":dst1", slice(None))):
         np.testing.assert_array_equal(out[key + suffix].view(np.uint32),
                                       exact_f32(bits[sel]).view(np.uint32), err_msg=suffix)
+
+
+@pytest.mark.parametrize("key", ["bf16:all", "bf16:big"])
+def test_widen_to_float64_every_pattern(out, key):
+    bits = INPUTS[key]
+    want = exact_f32(bits).astype(np.float64).view(np.uint64)  # numpy's own float32 -> float64
+    for suffix, sel in ((":f64", slice(None)), (":f64_off1", slice(1, None)),
+                        (":f64_stride3", slice(None, None, 3))):
+        np.testing.assert_array_equal(out[key + suffix].view(np.uint64), want[sel], err_msg=suffix)
+
+
+@pytest.mark.parametrize("key", sorted(k for k in INPUTS if k.startswith("int:")))
+def test_integers_round_once(out, key):
+    """Each integer rounded once to the nearest bfloat16 (ties to even), the reference in Python
+    integers (test_conversions.fraction_to_bits)."""
+    want = np.array([fraction_to_bits(Fraction(int(v))) for v in INPUTS[key]], np.uint16)
+    np.testing.assert_array_equal(out[key], want)
+    np.testing.assert_array_equal(out[key + ":off1"], want[1:])
 
 
 @functools.lru_cache(maxsize=None)

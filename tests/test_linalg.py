@@ -1032,3 +1032,25 @@ def test_broadcast_batches_are_not_copied(rng):
     out32 = np.empty((2, 8, 256, 8), np.float32)
     assert bd.matmul(a, b, out=out32) is out32
     assert np.array_equal(out32.astype(bfloat16).view(np.uint16), want.view(np.uint16))
+
+
+def test_vector_products_and_out_rules():
+    """1-D @ 1-D gives a scalar with or without out_dtype (np.matmul's rule); matvec/vecmat
+    refuse an out and out_dtype that disagree, as matmul does; a byte-swapped bfloat16 out is a
+    bfloat16 out; a plain void operand is refused by name."""
+    v = np.array([1.5, 2.0, -0.5, 4.0], bfloat16)
+    matmul, dot, matvec, vecmat = bd.matmul, bd.dot, bd.matvec, bd.vecmat
+    for got in (matmul(v, v, out_dtype=np.float32), dot(v, v, out_dtype=np.float32)):
+        assert type(got) is np.float32 and got == 1.5 * 1.5 + 4 + 0.25 + 16
+    assert type(matmul(v, v)) is bfloat16
+    a = np.ones((3, 4), bfloat16)
+    for fn, args in ((matvec, (a, v)), (vecmat, (v, a.T.copy()))):
+        with pytest.raises(TypeError, match="out has dtype float32 but out_dtype is bfloat16"):
+            fn(*args, out=np.empty(3, np.float32), out_dtype=bfloat16)
+    swapped = np.dtype(bfloat16).newbyteorder()
+    out = np.empty((3, 3), swapped)
+    b = np.arange(12, dtype=np.float32).reshape(4, 3).astype(bfloat16)
+    assert matmul(a, b, out=out) is out
+    np.testing.assert_array_equal(np.asarray(out, np.float32), np.asarray(matmul(a, b), np.float32))
+    with pytest.raises(TypeError, match="real numeric"):
+        matmul(np.zeros((2, 2), "V2"), np.ones((2, 2), bfloat16))

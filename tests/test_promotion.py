@@ -235,6 +235,25 @@ def test_linspace_with_a_bfloat16_stop_needs_dtype():
     assert np.select([x > 1.5], [bfloat16(0.25)], default=x).dtype == BF
 
 
+@pytest.mark.parametrize("small, wide, scalar", [(np.bool_, np.float32, 0.0), (np.int8, np.float32, 0.5),
+                                                 (np.bool_, np.float64, 1)])
+def test_python_scalar_with_bool_bfloat16_and_a_wider_float_raises(small, wide, scalar):
+    """The quirk above with bool or int8 beside a wider float: NumPy's reduction over the DTypes
+    makes the Python scalar's DType the leader and then finds no common type with float32 or
+    float64: DTypePromotionError (float16 gives the wider float). A bfloat16 or NumPy scalar in
+    the Python scalar's place, or no scalar, gives the table's answer (README, Promotion)."""
+    want = np.result_type(small, np.float16, wide, scalar)
+    assert want == wide
+    with pytest.raises(np.exceptions.DTypePromotionError):
+        np.result_type(small, BF, wide, scalar)
+    assert np.result_type(small, BF, wide, bfloat16(scalar)) == wide
+    assert np.result_type(small, BF, wide, wide(scalar)) == wide
+    assert np.result_type(small, BF, wide) == wide
+    parts = [np.ones(2, small), np.ones(2, bfloat16), np.ones(2, wide)]
+    assert np.concatenate(parts).dtype == wide
+    assert np.r_[parts[0], parts[1], parts[2], bfloat16(scalar)].dtype == wide
+
+
 def test_strings_promote_as_for_float16():
     x = np.array([1.5], bfloat16)
     for t in ("U3", "S3", "U40"):

@@ -273,6 +273,30 @@ def test_numerics_round_and_sum_of_wide_inputs_round_once():
     np.testing.assert_array_equal(f32(numerics.round(np.array([1.5, 1e38], bfloat16), -400)), [0, 0])
 
 
+@pytest.mark.parametrize("v", [2**60 + 2**52 + 1, -(2**62 + 2**54 + 7), 2**53 + 2**45 + 1,
+                               (2**63 - 1), -(2**63)])
+def test_numerics_round_wide_inputs_once(v):
+    """64-bit integers (and long double where it is wider than float64) go through long double,
+    not float64: 2**60 + 2**52 + 1 is a float64 tie that float64 rounds to even, and bfloat16
+    then rounds the tie down (1.1529e18 instead of 1.1619e18)."""
+    from fractions import Fraction
+    from test_conversions import fraction_to_bits
+    if np.finfo(np.longdouble).nmant < 63:
+        pytest.skip("long double is float64 here: 64-bit integers cannot be held exactly")
+    want = fraction_to_bits(Fraction(v))
+    for t in (np.int64, np.uint64):
+        if not np.iinfo(t).min <= v <= np.iinfo(t).max:
+            continue
+        a = np.array([v], t)
+        assert a.astype(bfloat16).view(np.uint16)[0] == want       # the cast: once
+        for got in (numerics.round(a, 0), numerics.sum(a), numerics.mean(a),
+                    numerics.round(a[0], 0)):
+            assert np.asarray(got).reshape(-1).view(np.uint16)[0] == want, (t, got)
+    ld = np.array([np.longdouble(1) + np.longdouble(2) ** -8 + np.longdouble(2) ** -60])
+    for got in (numerics.sum(ld), numerics.mean(ld), numerics.round(ld, 5)):
+        assert np.asarray(got, np.float32).reshape(-1).tolist() == [1.0078125]
+
+
 # ---- every layout and reduction option against the exact sum, rounded once -----------------
 
 def exact_layouts():
@@ -524,6 +548,21 @@ def test_numerics_refuse_masked_arrays():
     assert float(m.mean()) == 1.0 and float(numerics.mean(m.compressed())) == 1.0
 
 
+@pytest.mark.xfail(strict=True, reason="README, Reductions: a reduction given initial= whose "
+                   "output spans more than 4096 elements rounds initial + x[0] once more")
+@pytest.mark.parametrize("layout", ["wide", "strided out"])
+def test_outer_axis_initial_beyond_the_window_rounds_the_first_step(layout):
+    """initial + x[0] = 3.00390625 rounds to 3.0 before -2.984375 is added: 0.015625 where the
+    sum is 0.01953125 (float32 and float16 give it). The documented workarounds are exact."""
+    x = np.empty((2, 4097 if layout == "wide" else 100), bfloat16)
+    x[0], x[1] = 3.0, -2.984375
+    assert np.all(numerics.sum(x, axis=0, initial=2**-8) == bfloat16(0.01953125))
+    assert np.all(np.add.reduce(x, axis=0, initial=2**-8, dtype=np.float32) == 0.01953125)
+    out = np.zeros(6400, bfloat16)[::64] if layout == "strided out" else None
+    got = np.add.reduce(x, axis=0, initial=2**-8, out=out)
+    assert np.all(np.asarray(got, np.float32) == 0.01953125)
+
+
 @pytest.mark.xfail(strict=True, reason="README, Reductions: multiply.reduce with initial= into an "
                    "output NumPy buffers rounds a few rows once more (1 ulp)")
 def test_multiply_reduce_initial_into_unaligned_out_rounds_once():
@@ -538,3 +577,19 @@ def test_multiply_reduce_initial_into_unaligned_out_rounds_once():
         np.multiply.reduce(x, axis=1, out=out, initial=1.0)
         bad += int(np.count_nonzero(out.view(np.uint16) != want.view(np.uint16)))
     assert bad == 0
+
+
+def test_helpers_read_byte_swapped_bfloat16():
+    """A byte-swapped bfloat16 input is read as NumPy's own functions read it (the helpers
+    refused it, naming its dtype as the one they wanted); float32 gradients of swapped
+    bfloat16 values are the values."""
+    from bfloat16_dtype.training import SGD, MasterWeights
+    x = np.array([1.5, -2.25, 3.0, 0.5], bfloat16)
+    s = x.astype(np.dtype(bfloat16).newbyteorder())
+    assert not s.dtype.isnative and np.array_equal(np.asarray(s, np.float32), np.asarray(x, np.float32))
+    for fn in (numerics.sum, numerics.mean, numerics.var, lambda a: numerics.round(a, 1)):
+        assert np.asarray(fn(s)).view(np.uint16).tolist() == np.asarray(fn(x)).view(np.uint16).tolist()
+    assert MasterWeights([s]).masters[0].tolist() == [1.5, -2.25, 3.0, 0.5]
+    p = np.zeros(4, np.float32)
+    SGD([p], lr=1.0).step([s])
+    assert p.tolist() == [-1.5, 2.25, -3.0, -0.5]

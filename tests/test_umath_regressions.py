@@ -54,3 +54,15 @@ def test_division_by_zero_warns_as_float16(ufunc, a):
     got_r, got_w = messages(bfloat16)
     np.testing.assert_array_equal(got_r, want_r)
     assert got_w == want_w
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 9, 33])
+def test_arctan2_nan_lanes_raise_no_underflow(n):
+    """arctan2 with y NaN beside a huge x: NaN, and no floating-point warning, as for float16
+    and float32 (the vector loops' NaN lanes once underflowed in their float32 step)."""
+    for dtype in (np.float32, np.float16, bfloat16):
+        y = np.full(n, np.nan, dtype)
+        x = np.full(n, 2e38 if dtype != np.float16 else 6e4, dtype)
+        with np.errstate(all="raise"):
+            for got in (np.arctan2(y, x), np.arctan2(y, x[0]), np.arctan2(y[0], x)):
+                assert np.isnan(np.asarray(got, np.float32)).all(), dtype

@@ -52,12 +52,21 @@ KINLINE void to_f32_body(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds, ptr
         stf(d + i * ds, bf16_to_f32(ld16(s + i * ss)));
 }
 
+KINLINE void to_f64_body(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds, ptrdiff_t n)
+{
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double v = (double)bf16_to_f32(ld16(s + i * ss));
+        memcpy(d + i * ds, &v, 8);
+    }
+}
+
 int bf16k_from_f32_baseline(const char *s, char *d, ptrdiff_t n)
 {
     return from_f32_body(s, 4, d, 2, n);
 }
 
 void bf16k_to_f32_baseline(const char *s, char *d, ptrdiff_t n) { to_f32_body(s, 2, d, 4, n); }
+void bf16k_to_f64_baseline(const char *s, char *d, ptrdiff_t n) { to_f64_body(s, 2, d, 8, n); }
 
 /*
  * float64 -> bfloat16 flags, decided on the bits so that every tier reports the same ones:
@@ -176,6 +185,102 @@ KTARGET_AVX2 void bf16k_to_f32_avx2(const char *s, char *d, ptrdiff_t n)
     }
     if (stream) _mm_sfence();
     to_f32_body(s + 2 * i, 2, d + 4 * i, 4, n - i);
+}
+
+/*
+ * float64 -> bfloat16 on the bits, 4 lanes per vector. Where the result is a normal bfloat16
+ * or inf by overflow (2^-126 <= |d| < 2^128) it is the float64's sign, exponent rebiased and top
+ * 7 mantissa bits rounded to nearest even at bit 45: one rounding from the float64, as
+ * f64_to_bf16 (bf16.h) rounds. Zeros keep their sign. A block of 16 with any other lane (tiny,
+ * inf, NaN, beyond 2^128) runs the scalar loop, which decides those lanes' flags; the FPU flags
+ * that loop raises are put back. (tests/test_kernels_convert.py::
+ * test_narrow_float64_matches_exact_rounding and ::test_narrow_float64_flags at this tier.)
+ */
+KTARGET_AVX2 static inline __m256i f64_bits4_avx2(const char *s, __m256i *ok)
+{
+    const __m256i absm = _mm256_set1_epi64x(0x7fffffffffffffffll);
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)s);
+    __m256i a = _mm256_and_si256(v, absm);
+    /* 2^-126 <= a < 2^128: a - 2^-126 below 254 binades, compared unsigned (sign flipped) */
+    __m256i q = _mm256_xor_si256(_mm256_sub_epi64(a, _mm256_set1_epi64x(0x3810000000000000ll)), sign);
+    __m256i normal = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(0x0fe0000000000000ull ^ 0x8000000000000000ull)), q);
+    __m256i zero = _mm256_cmpeq_epi64(a, _mm256_setzero_si256());
+    *ok = _mm256_and_si256(*ok, _mm256_or_si256(normal, zero));
+    /* exponent rebiased from 1023 to 127, then rounded to nearest even at bit 45 */
+    __m256i r = _mm256_sub_epi64(a, _mm256_set1_epi64x(0x3800000000000000ll));
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi64(r, 45), _mm256_set1_epi64x(1));
+    __m256i h = _mm256_srli_epi64(_mm256_add_epi64(_mm256_add_epi64(r, _mm256_set1_epi64x(0xfffffffffffll)), lsb), 45);
+    h = _mm256_andnot_si256(zero, h);
+    return _mm256_or_si256(h, _mm256_and_si256(_mm256_srli_epi64(v, 48), _mm256_set1_epi64x(0x8000)));
+}
+
+/* 16 float64 -> 16 bfloat16 in element order; *ok keeps all ones while every lane was fast */
+KTARGET_AVX2 static inline __m256i f64_to_bf16_16_avx2(const char *s, __m256i *ok)
+{
+    __m256i h0 = f64_bits4_avx2(s, ok), h1 = f64_bits4_avx2(s + 32, ok);
+    __m256i h2 = f64_bits4_avx2(s + 64, ok), h3 = f64_bits4_avx2(s + 96, ok);
+    /* each 64-bit lane holds one value below 2^16: two packs gather them per 128-bit half
+     * (lanes 0-1 of each input low, 2-3 high), the permute puts each input's four together */
+    __m256i p = _mm256_packus_epi32(_mm256_packus_epi32(h0, h1), _mm256_packus_epi32(h2, h3));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
+{
+    fexcept_t saved;
+    int have = 0, flags = 0;
+    const __m256i ones = _mm256_set1_epi32(-1);
+    const __m256i habs = _mm256_set1_epi16(0x7fff), hinf = _mm256_set1_epi16(0x7f80);
+    __m256i ov = _mm256_setzero_si256();
+    ptrdiff_t i = 0;
+    int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
+    if (stream) {
+        ptrdiff_t head = (ptrdiff_t)(((32u - ((uintptr_t)d & 31u)) & 31u) / 2u);
+        have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0 ? 1 : -1;
+        flags = from_f64_body(s, 8, d, 2, head);
+        i = head;
+    }
+    for (; i + 16 <= n; i += 16) {
+        if (stream) {
+            PREFETCH(s + 8 * i);
+            PREFETCH(s + 8 * i + 64);
+        }
+        __m256i ok = ones;
+        __m256i p = f64_to_bf16_16_avx2(s + 8 * i, &ok);
+        if (!_mm256_testc_si256(ok, ones)) {
+            /* a lane outside the fast range: this block lane by lane */
+            if (!have) have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0 ? 1 : -1;
+            flags |= from_f64_body(s + 8 * i, 8, d + 2 * i, 2, 16);
+            continue;
+        }
+        /* in fast lanes, inf comes only from rounding a finite value up: an overflow */
+        ov = _mm256_or_si256(ov, _mm256_cmpeq_epi16(_mm256_and_si256(p, habs), hinf));
+        if (stream) _mm256_stream_si256((__m256i *)(void *)(d + 2 * i), p);
+        else _mm256_storeu_si256((__m256i *)(void *)(d + 2 * i), p);
+    }
+    if (stream) _mm_sfence();
+    if (i < n) {
+        if (!have) have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0 ? 1 : -1;
+        flags |= from_f64_body(s + 8 * i, 8, d + 2 * i, 2, n - i);
+    }
+    if (!_mm256_testz_si256(ov, ov)) flags |= BF16K_OVERFLOW;
+    if (have == 1) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    return flags;
+}
+
+/* bfloat16 -> float64: widened to float32 (exact) and converted 4 lanes at a time (exact; a
+ * signalling NaN raises "invalid" and comes out quiet, as the scalar conversion does). */
+KTARGET_AVX2 void bf16k_to_f64_avx2(const char *s, char *d, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
+        __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        _mm256_storeu_pd((double *)(void *)(d + 8 * i), _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+        _mm256_storeu_pd((double *)(void *)(d + 8 * i + 32), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+    }
+    to_f64_body(s + 2 * i, 2, d + 8 * i, 8, n - i);
 }
 
 /*
@@ -564,4 +669,14 @@ void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff
         bf16k_table_get()->to_f32((const char *)src, (char *)dst, n);
     else
         to_f32_body((const char *)src, src_stride, (char *)dst, dst_stride, n);
+}
+
+void bf16_to_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
+                       ptrdiff_t n)
+{
+    if (n <= 0) return;
+    if (src_stride == 2 && dst_stride == 8)
+        bf16k_table_get()->to_f64((const char *)src, (char *)dst, n);
+    else
+        to_f64_body((const char *)src, src_stride, (char *)dst, dst_stride, n);
 }

@@ -8,7 +8,7 @@
 
 static const bf16k_table table_baseline = {
     "baseline",
-    bf16k_from_f32_baseline, bf16k_to_f32_baseline, bf16k_from_f64_baseline,
+    bf16k_from_f32_baseline, bf16k_to_f32_baseline, bf16k_from_f64_baseline, bf16k_to_f64_baseline,
     bf16k_sum32_baseline, bf16k_sum64_baseline, bf16k_prod32_baseline, bf16k_cnz_baseline,
     bf16k_argmax_baseline, bf16k_argmin_baseline,
 };
@@ -16,14 +16,14 @@ static const bf16k_table table_baseline = {
 #if defined(BF16K_X86)
 static const bf16k_table table_avx2 = {
     "avx2",
-    bf16k_from_f32_avx2, bf16k_to_f32_avx2, bf16k_from_f64_baseline,
+    bf16k_from_f32_avx2, bf16k_to_f32_avx2, bf16k_from_f64_avx2, bf16k_to_f64_avx2,
     bf16k_sum32_avx2, bf16k_sum64_avx2, bf16k_prod32_avx2, bf16k_cnz_avx2,
     bf16k_argmax_avx2, bf16k_argmin_avx2,
 };
 
 static const bf16k_table table_avx512 = {
     "avx512",
-    bf16k_from_f32_avx512, bf16k_to_f32_avx512, bf16k_from_f64_avx512,
+    bf16k_from_f32_avx512, bf16k_to_f32_avx512, bf16k_from_f64_avx512, bf16k_to_f64_avx2,
     bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
     bf16k_argmax_avx512, bf16k_argmin_avx512,
 };
@@ -34,7 +34,7 @@ static const bf16k_table table_avx512 = {
  * this tier are the avx512 ones */
 static const bf16k_table table_avx512bf16 = {
     "avx512bf16",
-    bf16k_from_f32_avx512bf16, bf16k_to_f32_avx512, bf16k_from_f64_avx512,
+    bf16k_from_f32_avx512bf16, bf16k_to_f32_avx512, bf16k_from_f64_avx512, bf16k_to_f64_avx2,
     bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
     bf16k_argmax_avx512, bf16k_argmin_avx512,
 };

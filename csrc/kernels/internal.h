@@ -46,6 +46,7 @@ typedef struct {
     void (*to_f32)(const char *src, char *dst, ptrdiff_t n);
     /* bit 0: a finite value overflowed to inf; bit 1: a tiny result was inexact (underflow) */
     int (*from_f64)(const char *src, char *dst, ptrdiff_t n);
+    void (*to_f64)(const char *src, char *dst, ptrdiff_t n);
     float (*sum32)(const char *src, ptrdiff_t n);
     double (*sum64)(const char *src, ptrdiff_t n);
     float (*prod32)(const char *src, ptrdiff_t n);
@@ -61,6 +62,7 @@ const bf16k_table *bf16k_table_get(void);
 int bf16k_from_f32_baseline(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f32_baseline(const char *s, char *d, ptrdiff_t n);
 int bf16k_from_f64_baseline(const char *s, char *d, ptrdiff_t n);
+void bf16k_to_f64_baseline(const char *s, char *d, ptrdiff_t n);
 
 /* reduce.c */
 float bf16k_sum32_baseline(const char *s, ptrdiff_t n);
@@ -75,6 +77,8 @@ ptrdiff_t bf16k_argmin_baseline(const char *s, ptrdiff_t n);
 #if defined(BF16K_X86)
 int bf16k_from_f32_avx2(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f32_avx2(const char *s, char *d, ptrdiff_t n);
+int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n);
+void bf16k_to_f64_avx2(const char *s, char *d, ptrdiff_t n);
 float bf16k_sum32_avx2(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx2(const char *s, ptrdiff_t n);
 float bf16k_prod32_avx2(const char *s, ptrdiff_t n);

@@ -338,6 +338,12 @@ int atan2_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
                                      _mm256_cmp_pd(r, zero, _CMP_NEQ_OQ));
         tiny_any |= (_mm256_movemask_pd(tiny) & ~nan) != 0;
         r = _mm256_xor_pd(r, _mm256_and_pd(y, sign));
+        /* NaN lanes (their results are the scalar loop's) hold 0, whose conversion raises no
+         * flag: the 1/x of a huge x there underflowed in float32 (tests/test_umath_regressions.py::
+         * test_arctan2_nan_lanes_raise_no_underflow) */
+        const __m256i lane = _mm256_setr_epi64x(1, 2, 4, 8);
+        __m256i nan_lane = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(nan), lane), lane);
+        r = _mm256_andnot_pd(_mm256_castsi256_pd(nan_lane), r);
         /* round to odd: to nearest, a step back toward zero where that went away from zero,
          * and the last bit set where anything was dropped */
         __m128 f = _mm256_cvtpd_ps(r);

@@ -30,8 +30,10 @@ namespace umath {
  * an earlier call of the same ufunc call already wrote. Until then (elementwise in-place
  * operations such as a += b write each element once) it stays below shadow_probe_slots and
  * starts afresh when a call lies outside it: a reduction given `initial=` whose output spans
- * more than that rounds the first slice of the outputs that fell out of the window once more
- * (at most 1 ulp in all; tests/test_reductions.py, PROBE_SLOTS).
+ * more than that (in address range) rounds initial + x[0] of the outputs that fell out of the
+ * window once more: one ulp of that partial sum, more of the result under cancellation
+ * (tests/test_reductions.py, PROBE_SLOTS and
+ * test_outer_axis_initial_beyond_the_window_rounds_the_first_step).
  *
  * NumPy before 2.3 may run the first part of a reduction on a copy of the output in its
  * buffer and the rest on the output itself (or the reverse): the loop then sees a new output
