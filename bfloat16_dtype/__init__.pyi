@@ -1,5 +1,5 @@
 """Type stubs for the public API of bfloat16_dtype."""
-from typing import Any, SupportsFloat, SupportsIndex
+from typing import Any, Sequence, SupportsFloat, SupportsIndex, overload
 
 import numpy as np
 
@@ -9,9 +9,17 @@ __all__: list[str]
 class bfloat16(np.floating[Any]):
     """A 16-bit brain floating point number (float32's sign and exponent, 7-bit mantissa)."""
 
+    # an array or a sequence (not str or bytes, which are text) gives an array
+    @overload
+    def __new__(cls, value: np.ndarray) -> np.ndarray[Any, np.dtype[bfloat16]]: ...  # type: ignore[misc, overload-overlap]
+    @overload
     def __new__(
-        cls, value: SupportsFloat | SupportsIndex | str | bytes | np.ndarray | None = ...,
+        cls, value: SupportsFloat | SupportsIndex | str | bytes | None = ...,
     ) -> bfloat16: ...
+    @overload
+    def __new__(  # type: ignore[misc]  # the scalar type's call on an array, as np.float16's
+        cls, value: Sequence[Any] | bytearray | memoryview,
+    ) -> np.ndarray[Any, np.dtype[bfloat16]]: ...
     @property
     def bits(self) -> int:
         """The raw 16-bit pattern."""

@@ -39,9 +39,10 @@ _MAX_HEADER = 100_000_000
 _ST_NUMPY = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "U64": "<u8", "I32": "<i4",
              "U32": "<u4", "I16": "<i2", "U16": "<u2", "I8": "i1", "U8": "u1", "BOOL": "?",
              "C64": "<c8"}
-_ST_ML_DTYPES = {"F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+_ST_ML_DTYPES = {"F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu",
+                 "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz"}
 _ST_SIZES = {**{k: np.dtype(v).itemsize for k, v in _ST_NUMPY.items()}, "BF16": 2,
-             "F8_E4M3": 1, "F8_E5M2": 1}
+             **{code: 1 for code in _ST_ML_DTYPES}}
 
 
 def _is_bfloat16(dt: np.dtype) -> bool:

@@ -287,3 +287,29 @@ def test_reads_a_checkpoint_written_by_torch(tmp_path):
     for k, t in tensors.items():
         assert back[k].dtype == t.dtype and torch.equal(back[k].view(torch.int16) if t.dtype == torch.bfloat16 else back[k],
                                                         t.view(torch.int16) if t.dtype == torch.bfloat16 else t)
+
+
+def test_every_float8_code_torch_writes():
+    """torch writes float8_e8m0fnu, float8_e4m3fnuz and float8_e5m2fnuz as F8_E8M0, F8_E4M3FNUZ
+    and F8_E5M2FNUZ: read as ml_dtypes' types with the same bytes, and written back under the
+    same codes for torch's loader."""
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    st_torch = pytest.importorskip("safetensors.torch", reason="safetensors not installed")
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
+    import tempfile
+    from pathlib import Path
+    names = ("float8_e8m0fnu", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3fn", "float8_e5m2")
+    tensors = {n: torch.tensor([0.5, 1.0, 2.0, 4.0]).to(getattr(torch, n))
+               for n in names if hasattr(torch, n) and hasattr(ml_dtypes, n)}
+    with tempfile.TemporaryDirectory() as d:
+        p, q = Path(d) / "t.safetensors", Path(d) / "back.safetensors"
+        st_torch.save_file(tensors, str(p))
+        out = io.load_safetensors(p)
+        for n, t in tensors.items():
+            assert out[n].dtype == np.dtype(getattr(ml_dtypes, n))
+            assert out[n].tobytes() == t.view(torch.uint8).numpy().tobytes()
+            assert out[n].astype(np.float32).tolist() == [0.5, 1.0, 2.0, 4.0]
+        io.save_safetensors(out, q)
+        back = st_torch.load_file(str(q))
+        for n, t in tensors.items():
+            assert back[n].dtype == t.dtype and torch.equal(back[n].view(torch.uint8), t.view(torch.uint8))

@@ -48,3 +48,30 @@ def test_stub_declares_every_public_name():
     for name in ("config", "show_config"):
         assert callable(getattr(bfloat16_dtype, name))
     assert list(inspect.signature(bfloat16_dtype.show_config).parameters) == ["file"]
+
+
+def test_stub_types_the_array_constructor(tmp_path):
+    """bfloat16(x) of a sequence or array returns an array (README, "The scalar"): the stub
+    says so, and a scalar stays a scalar; checked with mypy where it is installed."""
+    import pathlib
+    import subprocess
+    import sys
+    pytest = __import__("pytest")
+    pytest.importorskip("mypy", reason="mypy not installed")
+    import bfloat16_dtype
+    script = tmp_path / "use.py"
+    script.write_text(
+        "import numpy as np\nfrom bfloat16_dtype import bfloat16\n"
+        "reveal_type(bfloat16(1.5))\nreveal_type(bfloat16([1, 2]))\n"
+        "reveal_type(bfloat16(np.ones(2)))\nreveal_type(bfloat16('1.5'))\n")
+    root = pathlib.Path(bfloat16_dtype.__file__).parent.parent
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+                           str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**__import__("os").environ, "MYPYPATH": str(root)})
+    notes = [line.split("Revealed type is ")[1] for line in proc.stdout.splitlines()
+             if "Revealed type is" in line]
+    assert len(notes) == 4, proc.stdout + proc.stderr
+    assert "bfloat16" in notes[0] and "ndarray" not in notes[0]
+    assert all("ndarray" in n for n in notes[1:3]), notes
+    assert "ndarray" not in notes[3]
+    assert isinstance(bfloat16_dtype.bfloat16([1, 2]), __import__("numpy").ndarray)
