@@ -502,10 +502,11 @@ def test_odd_k_reads_nothing_past_a_row(layout, k):
     assert np.all(r == k)
 
 
-@pytest.mark.parametrize("k", [1, 7, 64])
-def test_short_dot_keeps_subnormals_at_every_tier(k):
-    """A 1 x 1 product with k <= 64 (vector @ vector) is a sequential float32 dot, not
-    vdpbf16ps: subnormal inputs count at every tier (README, "Accuracy of matmul")."""
+@pytest.mark.parametrize("k", [1, 7, 64, 65, 1000])
+def test_dot_products_keep_subnormals_at_every_tier(k):
+    """A 1 x 1 product (vector @ vector) is a float32 dot (sequential up to k = 64, sixteen
+    lanes above), not vdpbf16ps: subnormal inputs count at every tier (README, "Accuracy of
+    matmul")."""
     tiny = np.full(k, 2.0 ** -130, np.float32).astype(bfloat16)
     big = np.full(k, 2.0 ** 100, np.float32).astype(bfloat16)
     for a, b in ((tiny, big), (tiny[None, :], big[:, None])):
@@ -671,3 +672,38 @@ def test_raising_thread_count_after_a_parallel_call():
                        env=dict(os.environ))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "mismatches 0", r.stdout + r.stderr
+
+
+def lane_dot_model(x: np.ndarray, y: np.ndarray) -> np.float32:
+    """csrc/matmul/gemm.c, dot_lanes, in NumPy float32: lane j sums the products of the
+    k = j (mod 16) from +0 in increasing k, then lanes j and j + w are added for w = 8, 4, 2, 1."""
+    p = (exact_f32(bf16_bits(x)) * exact_f32(bf16_bits(y))).astype(np.float32)  # exact
+    acc = np.zeros(16, np.float32)
+    for k in range(0, p.size, 16):
+        row = p[k:k + 16]
+        acc[:row.size] = (acc[:row.size] + row).astype(np.float32)
+    for w in (8, 4, 2, 1):
+        acc[:w] = (acc[:w] + acc[w:2 * w]).astype(np.float32)
+    return acc[0]
+
+
+@pytest.mark.parametrize("k", [65, 100, 1000, 4097])
+def test_long_dot_products_take_sixteen_lane_sums(rng, k):
+    """A 1 x 1 product past 64 k (x @ y of vectors, np.vecdot, a row times a column): sixteen
+    float32 lane sums added pairwise, the same bits for contiguous and strided operands and for
+    every thread count, within float32 accumulation's bound of the float64 product."""
+    x, x64 = make(rng, (2 * k,))
+    y, y64 = make(rng, (k,))
+    want = lane_dot_model(x[::2], y)
+    for threads in (1, 2):
+        with bd.num_threads(threads):
+            for a in (x[::2], x[::2].copy()):
+                got = bd.matmul(a, y, out_dtype=np.float32)
+                assert f32_bits(np.float32(got)) == f32_bits(want), (threads, a.flags.c_contiguous)
+                assert bf16_bits(np.asarray(a @ y)) == reference_round(np.array([want]))
+                assert bf16_bits(np.vecdot(a, y)) == reference_round(np.array([want]))
+            m = bd.matmul(x[::2].copy()[np.newaxis, :], y[:, np.newaxis], out_dtype=np.float32)
+            assert f32_bits(m.reshape(())) == f32_bits(want)
+    exact = float(x64[::2] @ y64)
+    bound = k * 2.0**-23 * float(np.abs(x64[::2]) @ np.abs(y64))
+    assert abs(float(want) - exact) <= bound
