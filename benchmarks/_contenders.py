@@ -70,6 +70,9 @@ class NumpyContender(Contender):
     def empty_f32(self, shape: Any) -> np.ndarray:
         return np.empty(shape, dtype=np.float32)
 
+    def empty_f64(self, shape: Any) -> np.ndarray:
+        return np.empty(shape, dtype=np.float64)
+
     def source_f32(self, x: np.ndarray) -> np.ndarray:
         return x
 
@@ -245,6 +248,9 @@ class TorchContender(Contender):
 
     def empty_f32(self, shape):
         return self.torch.empty(shape, dtype=self.torch.float32)
+
+    def empty_f64(self, shape):
+        return self.torch.empty(shape, dtype=self.torch.float64)
 
     def source_f32(self, x: np.ndarray):
         return self.torch.from_numpy(x)  # shares memory: conversion cost only

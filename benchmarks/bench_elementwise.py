@@ -28,14 +28,14 @@ def ufunc_tier() -> str:
 def build_convert(ctx: Context) -> Section:
     section = Section(
         key="convert",
-        title="Conversion to and from float32 (and from float64)",
+        title="Conversion to and from float32 (and float64, int64)",
         note=(
             "Time per call of `np.copyto(dst, src, casting='unsafe')` into a preallocated array "
             "(torch: `dst.copy_(src)`), and GB/s of traffic (bytes read + bytes written). "
             f"Our conversion kernels ran the `{kernel_tier()}` tier. "
             "The float32 column is a plain float32 → float32 copy, i.e. the machine's copy "
-            f"bandwidth (measured at start-up: {ctx.copy_gbs:.1f} GB/s); in the float64 row it is "
-            "numpy's float64 → float32 cast. "
+            f"bandwidth (measured at start-up: {ctx.copy_gbs:.1f} GB/s); in the float64 and int64 "
+            "rows it is numpy's cast between that type and float32. "
             + ONE_THREAD_NOTE
         ),
         columns=ctx.columns(),
@@ -61,6 +61,16 @@ def build_convert(ctx: Context) -> Section:
             dst = c.empty(n)
             return lambda: c.cast_into(dst, src)
 
+        def to_f64(c, n=n):
+            src = c.from_f32(ctx.uniform_f32(n))
+            dst = c.empty_f64(n)
+            return lambda: c.cast_into(dst, src)
+
+        def from_i64(c, n=n):  # integers up to 2^20: numpy's default integer type
+            src = c.source_f32((ctx.uniform_f32(n) * 2.0**20).astype("int64"))
+            dst = c.empty(n)
+            return lambda: c.cast_into(dst, src)
+
         def traffic(c, n=n):
             return n * (4 + c.itemsize())
 
@@ -74,6 +84,8 @@ def build_convert(ctx: Context) -> Section:
 
         for op, setup, work in (("float32 → dtype", to_dtype, traffic), ("dtype → float32", to_f32, traffic),
                                 ("float64 → dtype", from_f64, traffic64),
+                                ("dtype → float64", to_f64, traffic64),
+                                ("int64 → dtype", from_i64, traffic64),
                                 ("dtype[::2] → float32", to_f32_strided, traffic)):
             section.add(
                 f"{op} {size}",

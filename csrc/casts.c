@@ -89,9 +89,7 @@ static void
 half_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
 {
     (void)a; (void)b;
-    for (npy_intp i = 0; i < n; i++) {
-        STORE(bf16_t, to, i, f32_to_bf16(f16_bits_to_f32(LOAD(npy_half, from, i))));
-    }
+    bf16_from_f16_array(from, to, n);
     NOTE_INTO(from, 2, to, n);
 }
 
@@ -314,9 +312,7 @@ bf16_to_half(void *from, void *to, npy_intp n, void *a, void *b)
 {
     (void)a; (void)b;
     int overflow = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        STORE(npy_half, to, i, f32_to_f16_bits(bf16_to_f32(LOAD(bf16_t, from, i)), &overflow));
-    }
+    bf16_to_f16_array(from, to, n, &overflow);
     NOTE_FROM(from, to, 2, n);
     if (overflow) {
         bf16_raise_overflow();

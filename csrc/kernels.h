@@ -49,6 +49,13 @@ void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdi
 void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                        ptrdiff_t n);
 
+/* IEEE float16 bits -> bfloat16, rounded once (float16 widens exactly); contiguous. */
+void bf16_from_f16_array(const void *src, void *dst, ptrdiff_t n);
+
+/* bfloat16 -> IEEE float16 bits, rounded once; sets *overflow to 1 when a finite value became
+ * inf (overflow may be NULL); contiguous. */
+void bf16_to_f16_array(const void *src, void *dst, ptrdiff_t n, int *overflow);
+
 /* bfloat16 -> float64 (exact). */
 void bf16_to_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                        ptrdiff_t n);

@@ -42,6 +42,13 @@ def main(src: str, dst: str) -> None:
             out[key + ":f64"] = b.astype(np.float64)
             out[key + ":f64_off1"] = b[1:].astype(np.float64)
             out[key + ":f64_stride3"] = b[::3].astype(np.float64)
+        elif kind == "f16":  # float16 bits -> bfloat16 bits, and bfloat16 bits -> float16 bits
+            res, fl = flags_of(lambda: x.view(np.float16).astype(bfloat16))
+            out[key + ":to_bf16"] = res.view(np.uint16)
+            out[key + ":to_bf16_flags"] = fl
+            res, fl = flags_of(lambda: x.view(bfloat16).astype(np.float16))
+            out[key + ":to_f16"] = res.view(np.uint16)
+            out[key + ":to_f16_flags"] = fl
         elif kind == "int":  # integers -> bfloat16 bits, whole and from an odd start
             out[key] = x.astype(bfloat16).view(np.uint16)
             out[key + ":off1"] = x[1:].astype(bfloat16).view(np.uint16)

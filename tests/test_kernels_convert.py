@@ -129,6 +129,12 @@ def inputs() -> dict[str, np.ndarray]:
         "f64:tiny_exact_f32": np.concatenate([np.ones(20), [2.0**-127 + 2.0**-140], np.ones(20)]),
     }
     d.update(int_inputs())
+    d["f16:all"] = ALL_BITS
+    d["f16:finite_small"] = ALL_BITS[(ALL_BITS & 0x7FFF) < 0x477F]   # |x| < 65280 (bf16), every float16
+    for pos in (0, 9, 37):   # one bfloat16 at or past 65520 (rounds to the float16 inf)
+        a = np.full(40, 0x3F80, np.uint16)
+        a[pos] = 0x4780          # 65536
+        d[f"f16:ovf{pos}"] = a
     big = np.ones(2_100_000, np.float32)
     big[1_000_003] = f32([0x7F7FC000])[0]  # in the streaming loop
     d["f32:big_ovf"] = big
@@ -185,6 +191,37 @@ def test_integers_round_once(out, key):
     want = np.array([fraction_to_bits(Fraction(int(v))) for v in INPUTS[key]], np.uint16)
     np.testing.assert_array_equal(out[key], want)
     np.testing.assert_array_equal(out[key + ":off1"], want[1:])
+
+
+def f16_nan_from_bf16(bits: np.ndarray) -> np.ndarray:
+    """A bfloat16 NaN as float16: quiet, its sign and the top 10 bits of its float32 payload."""
+    u = bits.astype(np.uint32) << np.uint32(16)
+    return (((u >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7E00)
+            | ((u >> np.uint32(13)) & np.uint32(0x3FF))).astype(np.uint16)
+
+
+def test_float16_casts_every_pattern(out):
+    """All 65,536 float16 patterns to bfloat16 (exact widening, one rounding: the integer
+    reference; NaNs quiet with sign and top payload bits) and all 65,536 bfloat16 patterns to
+    float16 (NumPy's own float32 -> float16 cast of the exact value; NaNs likewise), and the
+    overflow warning exactly when a finite bfloat16 reaches float16's inf."""
+    h = ALL_BITS.view(np.float16).astype(np.float32)          # NumPy's exact widening
+    want = reference_round(h)
+    nan = np.isnan(h)
+    hb = h.view(np.uint32)
+    want[nan] = ((hb[nan] >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16)
+    np.testing.assert_array_equal(out["f16:all:to_bf16"], want)
+    assert not out["f16:all:to_bf16_flags"].any()
+    with np.errstate(all="ignore"):
+        want16 = exact_f32(ALL_BITS).astype(np.float16).view(np.uint16).copy()
+    bnan = np.isnan(exact_f32(ALL_BITS))
+    want16[bnan] = f16_nan_from_bf16(ALL_BITS[bnan])
+    np.testing.assert_array_equal(out["f16:all:to_f16"], want16)
+    assert out["f16:all:to_f16_flags"].tolist() == [True, False, False]   # 65520 and up
+    assert not out["f16:finite_small:to_f16_flags"].any()
+    for pos in (0, 9, 37):
+        assert out[f"f16:ovf{pos}:to_f16"][pos] == 0x7C00
+        assert out[f"f16:ovf{pos}:to_f16_flags"].tolist() == [True, False, False], pos
 
 
 @functools.lru_cache(maxsize=None)

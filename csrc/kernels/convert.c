@@ -60,6 +60,24 @@ KINLINE void to_f64_body(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds, ptr
     }
 }
 
+/* IEEE float16 <-> bfloat16 (the casts between the 16-bit formats): float16 widens exactly to
+ * float32 and rounds once; bfloat16 widens exactly and rounds once to float16, overflow decided
+ * on the bits (bf16.h, f32_to_f16_bits). */
+KINLINE void from_f16_body(const char *s, char *d, ptrdiff_t n)
+{
+    for (ptrdiff_t i = 0; i < n; i++) st16(d + 2 * i, f32_to_bf16(f16_bits_to_f32(ld16(s + 2 * i))));
+}
+
+KINLINE int to_f16_body(const char *s, char *d, ptrdiff_t n)
+{
+    int ovf = 0;
+    for (ptrdiff_t i = 0; i < n; i++) st16(d + 2 * i, f32_to_f16_bits(bf16_to_f32(ld16(s + 2 * i)), &ovf));
+    return ovf;
+}
+
+void bf16k_from_f16_baseline(const char *s, char *d, ptrdiff_t n) { from_f16_body(s, d, n); }
+int bf16k_to_f16_baseline(const char *s, char *d, ptrdiff_t n) { return to_f16_body(s, d, n); }
+
 int bf16k_from_f32_baseline(const char *s, char *d, ptrdiff_t n)
 {
     return from_f32_body(s, 4, d, 2, n);
@@ -267,6 +285,52 @@ KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
     if (!_mm256_testz_si256(ov, ov)) flags |= BF16K_OVERFLOW;
     if (have == 1) fesetexceptflag(&saved, FE_ALL_EXCEPT);
     return flags;
+}
+
+/*
+ * float16 <-> bfloat16 with F16C (part of the avx2 tier): vcvtph2ps widens exactly, rne8_avx2
+ * rounds once; vcvtps2ph rounds the exact float32 once to nearest even (its immediate, not
+ * MXCSR). NaNs come out quiet with their sign and top payload bits, as in the scalar bodies;
+ * the flags the instructions raise (invalid for a signalling NaN, precision, underflow) are put
+ * back, and overflow is decided on the bits as in f32_to_f16_bits: finite and at least 65520
+ * (tests/test_kernels_convert.py::test_float16_casts_every_pattern at every tier).
+ */
+#define KTARGET_AVX2_F16C __attribute__((target("avx2,fma,f16c"))) /* the tier requires f16c */
+
+KTARGET_AVX2_F16C void bf16k_from_f16_avx2(const char *s, char *d, ptrdiff_t n)
+{
+    fexcept_t saved;
+    int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i a = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i))));
+        __m256i b = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i + 16))));
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(rne8_avx2(a), rne8_avx2(b)), 0xd8);
+        _mm256_storeu_si256((__m256i *)(void *)(d + 2 * i), p);
+    }
+    from_f16_body(s + 2 * i, d + 2 * i, n - i);
+    if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+}
+
+KTARGET_AVX2_F16C int bf16k_to_f16_avx2(const char *s, char *d, ptrdiff_t n)
+{
+    fexcept_t saved;
+    int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i big = _mm256_set1_epi32(0x477fefff); /* 65520 = 0x477ff000: rounds to inf */
+    __m256i ov = _mm256_setzero_si256();
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
+        __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+        __m256i a = _mm256_and_si256(u, absm);
+        ov = _mm256_or_si256(ov, _mm256_and_si256(_mm256_cmpgt_epi32(a, big), _mm256_cmpgt_epi32(inf, a)));
+        _mm_storeu_si128((__m128i *)(void *)(d + 2 * i),
+                         _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT));
+    }
+    int ovf = to_f16_body(s + 2 * i, d + 2 * i, n - i) | !_mm256_testz_si256(ov, ov);
+    if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    return ovf;
 }
 
 /* bfloat16 -> float64: widened to float32 (exact) and converted 4 lanes at a time (exact; a
@@ -679,4 +743,15 @@ void bf16_to_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff
         bf16k_table_get()->to_f64((const char *)src, (char *)dst, n);
     else
         to_f64_body((const char *)src, src_stride, (char *)dst, dst_stride, n);
+}
+
+void bf16_from_f16_array(const void *src, void *dst, ptrdiff_t n)
+{
+    if (n > 0) bf16k_table_get()->from_f16((const char *)src, (char *)dst, n);
+}
+
+void bf16_to_f16_array(const void *src, void *dst, ptrdiff_t n, int *overflow)
+{
+    if (n > 0 && bf16k_table_get()->to_f16((const char *)src, (char *)dst, n) && overflow)
+        *overflow = 1;
 }

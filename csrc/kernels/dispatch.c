@@ -9,6 +9,7 @@
 static const bf16k_table table_baseline = {
     "baseline",
     bf16k_from_f32_baseline, bf16k_to_f32_baseline, bf16k_from_f64_baseline, bf16k_to_f64_baseline,
+    bf16k_from_f16_baseline, bf16k_to_f16_baseline,
     bf16k_sum32_baseline, bf16k_sum64_baseline, bf16k_prod32_baseline, bf16k_cnz_baseline,
     bf16k_argmax_baseline, bf16k_argmin_baseline,
 };
@@ -17,13 +18,17 @@ static const bf16k_table table_baseline = {
 static const bf16k_table table_avx2 = {
     "avx2",
     bf16k_from_f32_avx2, bf16k_to_f32_avx2, bf16k_from_f64_avx2, bf16k_to_f64_avx2,
+    bf16k_from_f16_avx2, bf16k_to_f16_avx2,
     bf16k_sum32_avx2, bf16k_sum64_avx2, bf16k_prod32_avx2, bf16k_cnz_avx2,
     bf16k_argmax_avx2, bf16k_argmin_avx2,
 };
 
+/* the AVX-512 tiers take the avx2 kernels where they have none of their own (F16C and the
+ * float64 widening: 256-bit code the AVX-512 CPUs run as well) */
 static const bf16k_table table_avx512 = {
     "avx512",
     bf16k_from_f32_avx512, bf16k_to_f32_avx512, bf16k_from_f64_avx512, bf16k_to_f64_avx2,
+    bf16k_from_f16_avx2, bf16k_to_f16_avx2,
     bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
     bf16k_argmax_avx512, bf16k_argmin_avx512,
 };
@@ -35,6 +40,7 @@ static const bf16k_table table_avx512 = {
 static const bf16k_table table_avx512bf16 = {
     "avx512bf16",
     bf16k_from_f32_avx512bf16, bf16k_to_f32_avx512, bf16k_from_f64_avx512, bf16k_to_f64_avx2,
+    bf16k_from_f16_avx2, bf16k_to_f16_avx2,
     bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
     bf16k_argmax_avx512, bf16k_argmin_avx512,
 };

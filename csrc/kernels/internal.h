@@ -47,6 +47,8 @@ typedef struct {
     /* bit 0: a finite value overflowed to inf; bit 1: a tiny result was inexact (underflow) */
     int (*from_f64)(const char *src, char *dst, ptrdiff_t n);
     void (*to_f64)(const char *src, char *dst, ptrdiff_t n);
+    void (*from_f16)(const char *src, char *dst, ptrdiff_t n);
+    int (*to_f16)(const char *src, char *dst, ptrdiff_t n);   /* returns 1 on overflow */
     float (*sum32)(const char *src, ptrdiff_t n);
     double (*sum64)(const char *src, ptrdiff_t n);
     float (*prod32)(const char *src, ptrdiff_t n);
@@ -63,6 +65,8 @@ int bf16k_from_f32_baseline(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f32_baseline(const char *s, char *d, ptrdiff_t n);
 int bf16k_from_f64_baseline(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f64_baseline(const char *s, char *d, ptrdiff_t n);
+void bf16k_from_f16_baseline(const char *s, char *d, ptrdiff_t n);
+int bf16k_to_f16_baseline(const char *s, char *d, ptrdiff_t n);
 
 /* reduce.c */
 float bf16k_sum32_baseline(const char *s, ptrdiff_t n);
@@ -79,6 +83,8 @@ int bf16k_from_f32_avx2(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f32_avx2(const char *s, char *d, ptrdiff_t n);
 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f64_avx2(const char *s, char *d, ptrdiff_t n);
+void bf16k_from_f16_avx2(const char *s, char *d, ptrdiff_t n);
+int bf16k_to_f16_avx2(const char *s, char *d, ptrdiff_t n);
 float bf16k_sum32_avx2(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx2(const char *s, ptrdiff_t n);
 float bf16k_prod32_avx2(const char *s, ptrdiff_t n);
