@@ -324,14 +324,9 @@ def _dtype_text(dt: np.dtype) -> str:
 def _as_ours(x: np.ndarray, what: str) -> np.ndarray:
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{what} expects a numpy array, got {type(x).__name__}")
-    if x.dtype == _DTYPE:
-        return x
-    if _ml_dtype is None and "ml_dtypes" in sys.modules:  # loaded past the import hook
-        register_ml_dtypes()
-    if _ml_dtype is not None and x.dtype == _ml_dtype:
-        return x.view(_DTYPE)
-    if x.dtype.type is _ext.bfloat16:       # byte-swapped: DLPack has native order only (a copy)
-        return x.astype(_DTYPE)
+    ours = _read_as_ours(x)   # byte-swapped: a native copy, as DLPack has native order only
+    if ours.dtype == _DTYPE:
+        return ours
     raise TypeError(f"{what} expects a bfloat16 array, got dtype {x.dtype!r} "
                     f"(type {x.dtype.type.__module__}.{x.dtype.type.__name__})")
 

@@ -37,7 +37,7 @@ PyObject *bf16_complex_warning = NULL; /* numpy.exceptions.ComplexWarning, set o
  * tests/test_casts.py::test_ints_to_bf16). No integer reaches bfloat16's overflow threshold.
  */
 #define INT_BLOCK 512
-#define INT_TO_BF16(NAME, T, UT, IS_SIGNED, TO_F64)                                    \
+#define INT_TO_BF16(NAME, T, UT, IS_SIGNED)                                             \
     static void NAME##_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)     \
     {                                                                                  \
         (void)a; (void)b;                                                              \
@@ -57,23 +57,23 @@ PyObject *bf16_complex_warning = NULL; /* numpy.exceptions.ComplexWarning, set o
             }                                                                          \
             else {                                                                     \
                 for (npy_intp i = 0; i < m; i++)                                       \
-                    buf.d[i] = TO_F64(LOAD(T, from, i0 + i));                          \
+                    buf.d[i] = IS_SIGNED ? i64_to_f64_round_odd((int64_t)LOAD(T, from, i0 + i)) \
+                                         : u64_to_f64_round_odd((uint64_t)LOAD(T, from, i0 + i)); \
                 bf16_from_f64_array(buf.d, 8, out, 2, m, NULL, NULL);                  \
             }                                                                          \
         }                                                                              \
         NOTE_INTO(from, sizeof(T), to, n);                                             \
     }
-#define EXACT_F64(v) ((double)(v))
-INT_TO_BF16(byte, npy_byte, npy_uint32, 1, EXACT_F64)
-INT_TO_BF16(short, npy_short, npy_uint32, 1, EXACT_F64)
-INT_TO_BF16(ubyte, npy_ubyte, npy_uint32, 0, EXACT_F64)
-INT_TO_BF16(ushort, npy_ushort, npy_uint32, 0, EXACT_F64)
-INT_TO_BF16(int, npy_int, npy_uint, 1, i64_to_f64_round_odd)
-INT_TO_BF16(uint, npy_uint, npy_uint, 0, u64_to_f64_round_odd)
-INT_TO_BF16(long, npy_long, npy_ulong, 1, i64_to_f64_round_odd)
-INT_TO_BF16(longlong, npy_longlong, npy_ulonglong, 1, i64_to_f64_round_odd)
-INT_TO_BF16(ulong, npy_ulong, npy_ulong, 0, u64_to_f64_round_odd)
-INT_TO_BF16(ulonglong, npy_ulonglong, npy_ulonglong, 0, u64_to_f64_round_odd)
+INT_TO_BF16(byte, npy_byte, npy_uint32, 1)
+INT_TO_BF16(short, npy_short, npy_uint32, 1)
+INT_TO_BF16(ubyte, npy_ubyte, npy_uint32, 0)
+INT_TO_BF16(ushort, npy_ushort, npy_uint32, 0)
+INT_TO_BF16(int, npy_int, npy_uint, 1)
+INT_TO_BF16(uint, npy_uint, npy_uint, 0)
+INT_TO_BF16(long, npy_long, npy_ulong, 1)
+INT_TO_BF16(longlong, npy_longlong, npy_ulonglong, 1)
+INT_TO_BF16(ulong, npy_ulong, npy_ulong, 0)
+INT_TO_BF16(ulonglong, npy_ulonglong, npy_ulonglong, 0)
 
 static void
 bool_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
