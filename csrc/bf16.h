@@ -217,8 +217,9 @@ static inline float f16_bits_to_f32(uint16_t h)
     return f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
 }
 
-/* float32 -> float16 bits, round to nearest even; *overflow set when a finite value became inf. */
-static inline uint16_t f32_to_f16_bits(float f, int *overflow)
+/* float32 -> float16 bits, round to nearest even; *overflow set when a finite value became inf,
+ * *underflow when a value below float16's normals was not exact. */
+static inline uint16_t f32_to_f16_bits(float f, int *overflow, int *underflow)
 {
     uint32_t u = f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
@@ -230,10 +231,15 @@ static inline uint16_t f32_to_f16_bits(float f, int *overflow)
         uint32_t b = a - (112u << 23);
         return (uint16_t)(sign | ((b + 0xfffu + ((b >> 13) & 1u)) >> 13));
     }
-    if (a <= 0x33000000u) return sign;                                         /* <= 2^-25 */
+    /* below float16's normals, inexact: underflow, as NumPy's float32 -> float16 cast says */
+    if (a <= 0x33000000u) {                                                   /* <= 2^-25 */
+        if (a != 0) *underflow = 1;
+        return sign;
+    }
     uint32_t mant = (a & 0x7fffffu) | 0x800000u;
     uint32_t shift = 126u - (a >> 23);
     uint32_t r = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rem != 0) *underflow = 1;
     if (rem > half || (rem == half && (r & 1u))) r++;
     return (uint16_t)(sign | r);
 }

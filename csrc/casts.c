@@ -311,11 +311,14 @@ static void
 bf16_to_half(void *from, void *to, npy_intp n, void *a, void *b)
 {
     (void)a; (void)b;
-    int overflow = 0;
-    bf16_to_f16_array(from, to, n, &overflow);
+    int overflow = 0, underflow = 0;
+    bf16_to_f16_array(from, to, n, &overflow, &underflow);
     NOTE_FROM(from, to, 2, n);
     if (overflow) {
         bf16_raise_overflow();
+    }
+    if (underflow) {
+        feraiseexcept(FE_UNDERFLOW);
     }
 }
 

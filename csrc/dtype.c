@@ -127,7 +127,66 @@ arrfunc_argmin(void *data, npy_intp n, npy_intp *min_ind, void *NPY_UNUSED(arr))
     return 0;
 }
 
-/* Dot product: exact products, float32 accumulation in 8 lanes, one rounding at the end. */
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+
+/* Eight elements, a stride apart, in one vector: one 16-bit insert each (SSE2's pinsrw). */
+static inline __m128i
+load8_strided(const char *p, npy_intp s)
+{
+    __m128i v = _mm_cvtsi32_si128(load_bits(p));
+    v = _mm_insert_epi16(v, load_bits(p + s), 1);
+    v = _mm_insert_epi16(v, load_bits(p + 2 * s), 2);
+    v = _mm_insert_epi16(v, load_bits(p + 3 * s), 3);
+    v = _mm_insert_epi16(v, load_bits(p + 4 * s), 4);
+    v = _mm_insert_epi16(v, load_bits(p + 5 * s), 5);
+    v = _mm_insert_epi16(v, load_bits(p + 6 * s), 6);
+    v = _mm_insert_epi16(v, load_bits(p + 7 * s), 7);
+    return v;
+}
+
+static inline __m128i
+load8(const char *p, npy_intp s)
+{
+    return s == 2 ? _mm_loadu_si128((const __m128i *)p) : load8_strided(p, s);
+}
+
+/* Dot product (the dtype's dot function, np.dot's inner loop): exact products, float32
+ * accumulation in 8 lanes, one rounding at the end; here in two 4-lane SSE2 vectors (x86-64's
+ * baseline; the compiler kept the portable 8-lane accumulator of dot_f32 below in memory,
+ * which put a store and a load on each addition's path). Lane j of lo is accumulator j, lane j
+ * of hi accumulator j + 4, so the additions and their order are dot_f32's, and the bits are
+ * the same for contiguous and strided operands
+ * (tests/test_linalg.py::test_dot_contiguous_and_strided_same_bits). Products of two bfloat16
+ * are exact in float32; they are not fused into the additions (an overflowing product must
+ * give inf before it is added, as in dot_f32). */
+static float
+dot_f32_sse2(const char *a, npy_intp sa, const char *b, npy_intp sb, npy_intp n)
+{
+    const __m128i zero = _mm_setzero_si128();
+    __m128 lo = _mm_setzero_ps(), hi = _mm_setzero_ps();
+    npy_intp i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i x = load8(a + i * sa, sa);
+        __m128i y = load8(b + i * sb, sb);
+        /* interleaving zeros below each element widens it exactly */
+        lo = _mm_add_ps(lo, _mm_mul_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(zero, x)),
+                                       _mm_castsi128_ps(_mm_unpacklo_epi16(zero, y))));
+        hi = _mm_add_ps(hi, _mm_mul_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(zero, x)),
+                                       _mm_castsi128_ps(_mm_unpackhi_epi16(zero, y))));
+    }
+    float tail = 0.0f;
+    for (; i < n; i++) {
+        tail += bf16_to_f32(load_bits(a + i * sa)) * bf16_to_f32(load_bits(b + i * sb));
+    }
+    float l[4], h[4];
+    _mm_storeu_ps(l, lo);
+    _mm_storeu_ps(h, hi);
+    return ((l[0] + h[0]) + (l[1] + h[1])) + ((l[2] + h[2]) + (l[3] + h[3])) + tail;
+}
+#define DOT_F32 dot_f32_sse2
+#else
+/* The portable dot product: the same lanes and order as dot_f32_sse2. */
 static inline float
 dot_f32(const char *a, npy_intp sa, const char *b, npy_intp sb, npy_intp n)
 {
@@ -146,55 +205,14 @@ dot_f32(const char *a, npy_intp sa, const char *b, npy_intp sb, npy_intp n)
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
-/* The contiguous instance, in two 4-lane SSE2 vectors (x86-64's baseline; the compiler did not
- * vectorise the loop above, and kept an 8-lane vector extension in memory, which put a store
- * and a load on each addition's path): lane j of lo is accumulator j, lane j of hi accumulator
- * j + 4, so the additions and their order are the strided instance's and so are the bits
- * (tests/test_linalg.py::test_dot_contiguous_and_strided_same_bits). Products of two bfloat16
- * are exact in float32; they are not fused into the additions (an overflowing product must
- * give inf before it is added, as in the strided instance). */
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
-
-static float
-dot_f32_contig(const char *a, const char *b, npy_intp n)
-{
-    const __m128i zero = _mm_setzero_si128();
-    __m128 lo = _mm_setzero_ps(), hi = _mm_setzero_ps();
-    npy_intp i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(a + 2 * i));
-        __m128i y = _mm_loadu_si128((const __m128i *)(b + 2 * i));
-        /* interleaving zeros below each element widens it exactly */
-        lo = _mm_add_ps(lo, _mm_mul_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(zero, x)),
-                                       _mm_castsi128_ps(_mm_unpacklo_epi16(zero, y))));
-        hi = _mm_add_ps(hi, _mm_mul_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(zero, x)),
-                                       _mm_castsi128_ps(_mm_unpackhi_epi16(zero, y))));
-    }
-    float tail = 0.0f;
-    for (; i < n; i++) {
-        tail += bf16_to_f32(load_bits(a + 2 * i)) * bf16_to_f32(load_bits(b + 2 * i));
-    }
-    float l[4], h[4];
-    _mm_storeu_ps(l, lo);
-    _mm_storeu_ps(h, hi);
-    return ((l[0] + h[0]) + (l[1] + h[1])) + ((l[2] + h[2]) + (l[3] + h[3])) + tail;
-}
-#else
-static float
-dot_f32_contig(const char *a, const char *b, npy_intp n)
-{
-    return dot_f32(a, 2, b, 2, n);
-}
+#define DOT_F32 dot_f32
 #endif
 
 static void
 bf16_dot(void *ip1, npy_intp is1, void *ip2, npy_intp is2, void *op, npy_intp n,
          void *NPY_UNUSED(ignore))
 {
-    float acc = is1 == 2 && is2 == 2 ? dot_f32_contig((const char *)ip1, (const char *)ip2, n)
-                                     : dot_f32((const char *)ip1, is1, (const char *)ip2, is2, n);
-    store_bits(op, f32_to_bf16(acc));
+    store_bits(op, f32_to_bf16(DOT_F32((const char *)ip1, is1, (const char *)ip2, is2, n)));
 }
 
 static npy_bool

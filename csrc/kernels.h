@@ -53,8 +53,9 @@ void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff
 void bf16_from_f16_array(const void *src, void *dst, ptrdiff_t n);
 
 /* bfloat16 -> IEEE float16 bits, rounded once; sets *overflow to 1 when a finite value became
- * inf (overflow may be NULL); contiguous. */
-void bf16_to_f16_array(const void *src, void *dst, ptrdiff_t n, int *overflow);
+ * inf, *underflow to 1 when a value below float16's normals was inexact (either may be NULL);
+ * contiguous. */
+void bf16_to_f16_array(const void *src, void *dst, ptrdiff_t n, int *overflow, int *underflow);
 
 /* bfloat16 -> float64 (exact). */
 void bf16_to_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,

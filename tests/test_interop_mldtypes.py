@@ -171,6 +171,27 @@ def test_explicit_registration_before_ml_dtypes_is_imported():
     assert _run(code) == "dtype(bfloat16_dtype.bfloat16)"
 
 
+def test_registration_survives_a_reload_of_interop():
+    # the Python record of the registration is lost (a reload, as IPython's autoreload does, or
+    # an interrupt between the registration's steps): registering again must not fail on what
+    # NumPy already holds, and the casts and mixed ufuncs keep working
+    code = textwrap.dedent("""
+        import importlib, numpy as np, ml_dtypes
+        import bfloat16_dtype
+        from bfloat16_dtype import interop
+        assert interop.ml_dtypes_registered()
+        interop = importlib.reload(interop)
+        assert not interop.ml_dtypes_registered()
+        assert interop.register_ml_dtypes() is True and interop.ml_dtypes_registered()
+        x = np.array([1.5, -2.0], bfloat16_dtype.bfloat16)
+        y = x.astype(ml_dtypes.bfloat16)
+        assert (x + y).dtype == bfloat16_dtype.dtype and (y * x).dtype == bfloat16_dtype.dtype
+        assert x.astype(ml_dtypes.float8_e5m2).astype(np.float32).tolist() == [1.5, -2.0]
+        print("ok")
+    """)
+    assert _run(code) == "ok"
+
+
 def test_import_hook_with_a_finder_that_asks_sys_meta_path_again():
     # a finder further down that calls importlib.util.find_spec for the same name must not
     # send the import hook into a loop

@@ -135,6 +135,13 @@ def inputs() -> dict[str, np.ndarray]:
         a = np.full(40, 0x3F80, np.uint16)
         a[pos] = 0x4780          # 65536
         d[f"f16:ovf{pos}"] = a
+        for tiny in (0x3381, 0x33C0, 0x8001):  # below float16's normals, inexact (2^-24 * 1.0078, 1.5)
+            a = np.full(40, 0x3F80, np.uint16)
+            a[pos] = tiny
+            d[f"f16:unf{pos}_{tiny:x}"] = a
+    # float16's subnormals that bfloat16 holds (m * 2^-24 with m of 8 significant bits): exact
+    d["f16:tiny_exact"] = np.tile(np.array([0x3380, 0x3400, 0x3440, 0xB580, 0x387F, 0x3800, 0x0000, 0x8000],
+                                           np.uint16), 5)
     big = np.ones(2_100_000, np.float32)
     big[1_000_003] = f32([0x7F7FC000])[0]  # in the streaming loop
     d["f32:big_ovf"] = big
@@ -204,7 +211,9 @@ def test_float16_casts_every_pattern(out):
     """All 65,536 float16 patterns to bfloat16 (exact widening, one rounding: the integer
     reference; NaNs quiet with sign and top payload bits) and all 65,536 bfloat16 patterns to
     float16 (NumPy's own float32 -> float16 cast of the exact value; NaNs likewise), and the
-    overflow warning exactly when a finite bfloat16 reaches float16's inf."""
+    overflow warning exactly when a finite bfloat16 reaches float16's inf, the underflow warning
+    exactly when a value below float16's normals is not given back exactly (NumPy's rule for its
+    float32 -> float16 cast)."""
     h = ALL_BITS.view(np.float16).astype(np.float32)          # NumPy's exact widening
     want = reference_round(h)
     nan = np.isnan(h)
@@ -217,11 +226,23 @@ def test_float16_casts_every_pattern(out):
     bnan = np.isnan(exact_f32(ALL_BITS))
     want16[bnan] = f16_nan_from_bf16(ALL_BITS[bnan])
     np.testing.assert_array_equal(out["f16:all:to_f16"], want16)
-    assert out["f16:all:to_f16_flags"].tolist() == [True, False, False]   # 65520 and up
-    assert not out["f16:finite_small:to_f16_flags"].any()
+    assert out["f16:all:to_f16_flags"].tolist() == [True, True, False]   # 65520 and up; tiny
+    finite = exact_f32(ALL_BITS[(ALL_BITS & 0x7FFF) < 0x477F])
+    back = want16[(ALL_BITS & 0x7FFF) < 0x477F].view(np.float16).astype(np.float32)
+    assert (back != finite).any()    # the input does hold inexact tiny values ...
+    assert out["f16:finite_small:to_f16_flags"].tolist() == [False, True, False]
+    assert out["f16:tiny_exact:to_f16_flags"].tolist() == [False, False, False]  # ... these are exact
+    np.testing.assert_array_equal(out["f16:tiny_exact:to_f16"].view(np.float16).astype(np.float32),
+                                  exact_f32(np.tile(np.array([0x3380, 0x3400, 0x3440, 0xB580, 0x387F, 0x3800, 0, 0x8000],
+                                                             np.uint16), 5)))
     for pos in (0, 9, 37):
         assert out[f"f16:ovf{pos}:to_f16"][pos] == 0x7C00
         assert out[f"f16:ovf{pos}:to_f16_flags"].tolist() == [True, False, False], pos
+        for tiny in (0x3381, 0x33C0, 0x8001):
+            assert out[f"f16:unf{pos}_{tiny:x}:to_f16_flags"].tolist() == [False, True, False], (pos, tiny)
+            with np.errstate(under="raise"):  # the reference: NumPy's own cast of the exact value
+                with pytest.raises(FloatingPointError):
+                    exact_f32(np.array([tiny], np.uint16)).astype(np.float16)
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,7 +15,7 @@ from conftest import exact_f32, reference_round
 from kernel_tiers import run_tier, tier_params
 
 RNG = np.random.default_rng(9)
-SIZES = [1, 2, 31, 32, 33, 511, 512, 513, 4095, 4096, 4097, 100_003, 1 << 20]
+SIZES = [1, 2, 15, 16, 17, 31, 32, 33, 511, 512, 513, 4095, 4096, 4097, 100_003, 1 << 20]
 
 
 def bf16_bits(x) -> np.ndarray:
@@ -31,6 +31,14 @@ def inputs() -> dict[str, np.ndarray]:
         d[f"red:negative{n}"] = bf16_bits(-1 - RNG.random(n, dtype=np.float32))
     # ties everywhere: argmax/argmin must return the first occurrence
     d["red:ties"] = bf16_bits(RNG.integers(-3, 4, 20_000).astype(np.float32))
+    # one maximum and one minimum (then a tie of each) in every lane of a 16-lane search and
+    # its scalar tail
+    for p in range(0, 49, 3):
+        x = np.zeros(49, np.float32)
+        x[p], x[48 - p] = 2.0, -2.0
+        d[f"red:onehot{p}"] = bf16_bits(x)
+        x[min(p + 1, 47):] = np.where(x[min(p + 1, 47):] == -2.0, -2.0, 2.0)
+        d[f"red:tie{p}"] = bf16_bits(x)
     d["red:zeros"] = np.array([0x8000, 0x0000] * 3000, np.uint16)  # -0.0 == +0.0: index 0
     d["red:infs"] = bf16_bits(np.r_[RNG.random(9000), np.inf, -np.inf, np.inf, -np.inf].astype(np.float32))
     # NaNs: the first one wins for both argmax and argmin, in any block and lane

@@ -130,10 +130,11 @@ def test_casting_same_kind_and_unsafe():
                    "float_common_dtype, which for a user DType with a legacy type number "
                    "returns its common type with float16 (float32), and float32 -> bfloat16 "
                    "is not a safe cast")
-def test_add_python_float_casting_safe_like_float16():
-    assert np.add(np.array([1.0], np.float16), 0.5, casting="safe").dtype == np.float16
+@pytest.mark.parametrize("casting", ["safe", "no"])
+def test_add_python_float_casting_safe_like_float16(casting):
+    assert np.add(np.array([1.0], np.float16), 0.5, casting=casting).dtype == np.float16
     x = np.array([1.5, 2.0], bfloat16)
-    assert np.add(x, 0.5, casting="safe").dtype == BF
+    assert np.add(x, 0.5, casting=casting).dtype == BF
 
 
 def test_out_and_where():
@@ -252,6 +253,26 @@ def test_python_scalar_with_bool_bfloat16_and_a_wider_float_raises(small, wide, 
     parts = [np.ones(2, small), np.ones(2, bfloat16), np.ones(2, wide)]
     assert np.concatenate(parts).dtype == wide
     assert np.r_[parts[0], parts[1], parts[2], bfloat16(scalar)].dtype == wide
+
+
+@pytest.mark.parametrize("scalar", [1, 0.5])
+def test_python_scalar_first_beside_a_float32_array_raises(scalar):
+    """The same reduction with the Python scalar first and a float32 (or, for an int, an int8)
+    array beside a bfloat16 one: DTypePromotionError where float16 gives the table's answer, and
+    np.select with such a choice list raises its TypeError. The workaround: a NumPy or bfloat16
+    scalar, or the bfloat16 operand first (README, Promotion)."""
+    x, f = np.ones(2, bfloat16), np.ones(2, np.float32)
+    assert np.result_type(scalar, f, np.ones(2, np.float16)) == np.float32
+    with pytest.raises(np.exceptions.DTypePromotionError):
+        np.result_type(scalar, f, x)
+    if isinstance(scalar, int):
+        with pytest.raises(np.exceptions.DTypePromotionError):
+            np.result_type(scalar, np.ones(2, np.int8), x)
+    with pytest.raises(TypeError, match="common dtype"):
+        np.select([np.array([True, False]), np.array([False, True])], [scalar, f], default=x)
+    assert np.result_type(x, scalar, f) == np.float32
+    assert np.result_type(np.float32(scalar), f, x) == np.float32
+    assert np.result_type(bfloat16(scalar), np.ones(2, np.int8), x) == BF
 
 
 def test_strings_promote_as_for_float16():

@@ -134,7 +134,7 @@ def _overflow_warnings(fn):
         {(w.category, str(w.message)) for w in caught}
 
 
-@pytest.mark.parametrize("v", [1e300, -(2**200), np.float64(1e300), np.longdouble(1e300), "1e300",
+@pytest.mark.parametrize("v", [1e300, 3.4e38, 2**128, -(2**200), np.float64(1e300), np.longdouble(1e300), "1e300",
                                b"-1e300", Fraction(10**300), float("inf"), " -Infinity ", "inf",
                                np.float16("inf"), 1.5], ids=repr)
 def test_overflow_to_inf_warns_like_float16(v):
@@ -694,3 +694,34 @@ def test_constructor_takes_sequences_like_float16():
         assert np.array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32)), v
         if isinstance(got, np.ndarray):
             assert got.dtype == bfloat16 and got.shape == want.shape
+
+
+class _ArrayLike:
+    def __init__(self, value):
+        self.value = value
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.value, dtype=dtype)
+
+
+class _InterfaceOnly:
+    def __init__(self, value):
+        self.keep = np.asarray(value, np.float64)
+        self.__array_interface__ = self.keep.__array_interface__
+
+
+@pytest.mark.parametrize("make", [_ArrayLike, _InterfaceOnly])
+@pytest.mark.parametrize("value", [1.5, [1.5, 2.5], 3.0e38, [[0.1]]])
+def test_constructor_takes_array_likes_like_float16(make, value):
+    """bfloat16(x) of an object NumPy reads as an array gives what np.float16(x) gives in
+    kind: a scalar for one value, an array otherwise, with the values rounded once."""
+    with np.errstate(over="ignore"):
+        ref = np.float16(make(value))
+    got = bfloat16(make(value))
+    assert isinstance(got, np.ndarray) == isinstance(ref, np.ndarray)
+    if isinstance(got, np.ndarray):
+        assert got.dtype == bfloat16 and got.shape == ref.shape
+    else:
+        assert type(got) is bfloat16
+    want = np.asarray(value, np.float64).astype(bfloat16)
+    assert np.asarray(got, dtype=np.float32).tolist() == want.astype(np.float32).tolist()

@@ -417,6 +417,29 @@ def test_clip_bounds_of_every_type_promote_like_the_table(t):
         assert np.real(got).astype(np.float64).tolist() == ref.tolist()
 
 
+@pytest.mark.parametrize("t", BOUND_TYPES)
+def test_clip_of_other_arrays_by_bfloat16_bounds(t):
+    """np.clip(array of another type, bounds of which one or both are bfloat16) takes the dtype
+    of the binary promotion table too (as float16's clip of an int8 array by float16 bounds
+    gives float16), and clips the values."""
+    x = np.array([0, 1, 2, 3], t)
+    lo, hi = BF16.type(1), np.array([2, 2, 2, 2], BF16)
+    for a, b in ((lo, hi), (lo, 2), (1, hi), (t(1), hi), (lo, np.int8(2))):
+        # Python ints are weak and meet a bfloat16 here: they change nothing
+        want = np.result_type(*[o for o in (x, a, b) if not isinstance(o, int)])
+        got = np.clip(x, a, b)
+        assert got.dtype == want, (t, a, b)
+        assert np.real(got).astype(np.float64).tolist() == np.clip(x.astype(np.float64), 1, 2).tolist()
+    # the reference behaviour, with float16 in bfloat16's place
+    if t in (bool, np.int8, np.uint8):
+        assert np.clip(x, np.float16(1), np.float16(2)).dtype == np.float16
+        assert np.clip(x, BF16.type(1), BF16.type(2)).dtype == BF16
+    # a Python number clipped: NumPy makes it an array of its default type first
+    v = np.array(1, t).item()
+    want16 = np.clip(v, np.float16(1), np.float16(2)).dtype
+    assert np.clip(v, lo, BF16.type(2)).dtype == (BF16 if want16 == np.float16 else want16), v
+
+
 def test_aliases_are_the_same_ufunc_loops():
     a, b = RANDOM_A[:5000].view(BF16), RANDOM_B[:5000].view(BF16)
     with np.errstate(all="ignore"):

@@ -661,6 +661,39 @@ def test_clip_with_scalar_bounds():
         assert np.array_equal(bits(inplace), bits(strided)), "clip in place"
 
 
+def test_clip_with_array_bounds():
+    """np.clip with a bound per element (three contiguous runs: the vectorised path), over every
+    bit pattern as x against shuffled patterns as bounds (NaNs of any payload, both zeros,
+    infinities, lo > hi), equals bit for bit the strided element-at-a-time loop, which picks a
+    NaN x first, then a NaN lo, then a NaN hi; as numbers it equals numpy's float32 clip."""
+    rng = np.random.default_rng(5)
+    edges = np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFF81, 0x3F80, 0xBF80], np.uint16)
+    for trial in range(3):
+        lo_bits = rng.permutation(ALL_BITS)
+        hi_bits = rng.permutation(ALL_BITS)
+        if trial == 1:  # few NaNs, ordered bounds: most elements clipped or kept by value
+            lo_bits = np.minimum(lo_bits, hi_bits)
+            lo_bits[(lo_bits & 0x7FFF) > 0x7F80] = 0xBF80
+            hi_bits = np.where((hi_bits & 0x7FFF) > 0x7F80, 0x3F80, hi_bits).astype(np.uint16)
+        if trial == 2:  # bounds and x from the edge values only: every tie of zeros and signs
+            lo_bits = rng.choice(edges, 65536)
+            hi_bits = rng.choice(edges, 65536)
+        x = ALL_VALUES if trial < 2 else rng.choice(edges, 65536).view(BF16)
+        lo, hi = lo_bits.view(BF16), hi_bits.view(BF16)
+        spread = np.zeros((3, 2 * 65536), BF16)
+        spread[0, ::2], spread[1, ::2], spread[2, ::2] = x, lo, hi
+        strided = np.clip(spread[0, ::2], spread[1, ::2], spread[2, ::2])
+        for n in LENGTHS + [65536]:
+            got = np.clip(x[:n], lo[:n], hi[:n])
+            assert np.array_equal(bits(got), bits(strided[:n])), (trial, n)
+        with np.errstate(invalid="ignore"):
+            want = np.clip(x.astype(np.float32), lo.astype(np.float32), hi.astype(np.float32))
+        assert np.array_equal(strided.astype(np.float32), want, equal_nan=True), trial
+        inplace = x.copy()
+        np.clip(inplace, lo, hi, out=inplace)
+        assert np.array_equal(bits(inplace), bits(strided)), "clip in place"
+
+
 # ---- integer-rounding twins, predicates and copysign ------------------------------------
 
 ROUNDING_UNARY = ["floor", "ceil", "trunc", "rint", "sign"]
@@ -859,11 +892,12 @@ def test_arctan2_twin_matches_the_scalar_loop():
 
 
 def test_power_twin_matches_the_scalar_loop():
-    """power's contiguous loop (float64 lanes at the avx512 tiers, loops_avx512.cpp power_run;
-    powf elsewhere) equals the scalar (powf) loop bit for bit: random bit patterns, positive
-    bases with moderate exponents, exact results on a rounding midpoint (17 ** 2 = 289), every
-    small integer base and exponent, results near overflow and underflow, one operand broadcast,
-    every tail length; and raises the same warnings."""
+    """power's contiguous loop (float64 lanes: loops_avx512.cpp power_run, loops_avx2.cpp
+    power_run4; powf at the baseline tier) equals the scalar (powf) loop bit for bit: random bit
+    patterns, positive bases with moderate exponents, exact results on a rounding midpoint
+    (17 ** 2 = 289), every small integer base and exponent, negative bases with integer and
+    other exponents, results near overflow and underflow, one operand broadcast, every tail
+    length; and raises the same warnings."""
     rng = np.random.default_rng(12)
     n = 40000
     a = rng.integers(0, 65536, n).astype(np.uint16)
@@ -877,8 +911,14 @@ def test_power_twin_matches_the_scalar_loop():
     edge_a = np.full(64, 0x4000, np.uint16)                   # 2 ** (±126.., ±128..)
     edge_b = (np.float32([120, 125, 126, 127, 128, 129, -125, -126, -127, -133, -134, -140]
                          * 6)[:64]).astype(BF16).view(np.uint16)
-    a = np.concatenate([a, exact_a, edge_a]).view(BF16)
-    b = np.concatenate([b, exact_b, edge_b]).view(BF16)
+    # negative bases: integer exponents (odd and even, small, 255..258 and beyond) give the
+    # vector lanes |x| ** y with the sign of an odd y; others NaN through powf
+    neg_a = (rng.integers(0x3C00, 0x4300, 8000) | 0x8000).astype(np.uint16)
+    neg_a[:64] = [0xFF80, 0x8000, 0xFF81, 0x8001] * 16               # -inf, -0, NaN, subnormal
+    int_b = np.float32(rng.choice([-9, -3, -2, -1, 0, 1, 2, 3, 5, 8, 9, 17, 255, 256, 257, 258,
+                                   1e10, 0.5, -1.5, 2.5], 8000)).astype(BF16).view(np.uint16)
+    a = np.concatenate([a, exact_a, (exact_a | 0x8000).astype(np.uint16), edge_a, neg_a]).view(BF16)
+    b = np.concatenate([b, exact_b, exact_b, edge_b, int_b]).view(BF16)
     with np.errstate(all="ignore"):
         want = scalar_loop(np.power, a, b, out_dtype=BF16)
         for m in LENGTHS + [a.size]:              # bits, NaN payloads included

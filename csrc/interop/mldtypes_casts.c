@@ -107,6 +107,12 @@ add_mixed_promoter(PyObject *ufunc, PyArray_DTypeMeta *a, PyArray_DTypeMeta *b)
     return r;
 }
 
+/* Whether _register_mixed_promoters has run to the end: a second call does nothing, so the
+ * Python side may lose its own record (a reload of bfloat16_dtype.interop, an interrupt between
+ * its steps) and register again (tests/test_interop_mldtypes.py::
+ * test_registration_survives_a_reload_of_interop). Written once under the GIL. */
+static int mixed_promoters_done = 0;
+
 /* _register_mixed_promoters(dtype, ufuncs): for each binary ufunc, run mixed calls in ours. */
 PyObject *
 bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
@@ -120,6 +126,9 @@ bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
                      "_register_mixed_promoters needs the dtype passed to _register_bit_casts, got %R",
                      obj);
         return NULL;
+    }
+    if (mixed_promoters_done) {
+        Py_RETURN_NONE;
     }
     PyArray_DTypeMeta *theirs = NPY_DTYPE((PyArray_Descr *)obj);
     PyArray_DTypeMeta *ours = NPY_DTYPE(bf16_descr);
@@ -140,6 +149,7 @@ bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
         }
     }
     Py_DECREF(seq);
+    mixed_promoters_done = 1;
     Py_RETURN_NONE;
 }
 

@@ -70,9 +70,10 @@ KINLINE void from_f16_body(const char *s, char *d, ptrdiff_t n)
 
 KINLINE int to_f16_body(const char *s, char *d, ptrdiff_t n)
 {
-    int ovf = 0;
-    for (ptrdiff_t i = 0; i < n; i++) st16(d + 2 * i, f32_to_f16_bits(bf16_to_f32(ld16(s + 2 * i)), &ovf));
-    return ovf;
+    int ovf = 0, unf = 0;
+    for (ptrdiff_t i = 0; i < n; i++)
+        st16(d + 2 * i, f32_to_f16_bits(bf16_to_f32(ld16(s + 2 * i)), &ovf, &unf));
+    return (ovf ? BF16K_OVERFLOW : 0) | (unf ? BF16K_UNDERFLOW : 0);
 }
 
 void bf16k_from_f16_baseline(const char *s, char *d, ptrdiff_t n) { from_f16_body(s, d, n); }
@@ -292,7 +293,8 @@ KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
  * rounds once; vcvtps2ph rounds the exact float32 once to nearest even (its immediate, not
  * MXCSR). NaNs come out quiet with their sign and top payload bits, as in the scalar bodies;
  * the flags the instructions raise (invalid for a signalling NaN, precision, underflow) are put
- * back, and overflow is decided on the bits as in f32_to_f16_bits: finite and at least 65520
+ * back, and overflow and underflow are decided on the bits as in f32_to_f16_bits: finite and at
+ * least 65520; nonzero, below 2^-14 and not given back by widening the result
  * (tests/test_kernels_convert.py::test_float16_casts_every_pattern at every tier).
  */
 #define KTARGET_AVX2_F16C __attribute__((target("avx2,fma,f16c"))) /* the tier requires f16c */
@@ -318,19 +320,25 @@ KTARGET_AVX2_F16C int bf16k_to_f16_avx2(const char *s, char *d, ptrdiff_t n)
     int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
     const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     const __m256i big = _mm256_set1_epi32(0x477fefff); /* 65520 = 0x477ff000: rounds to inf */
-    __m256i ov = _mm256_setzero_si256();
+    const __m256i tiny = _mm256_set1_epi32(0x38800000); /* 2^-14, float16's least normal */
+    __m256i ov = _mm256_setzero_si256(), un = _mm256_setzero_si256();
     ptrdiff_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
         __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
         __m256i a = _mm256_and_si256(u, absm);
         ov = _mm256_or_si256(ov, _mm256_and_si256(_mm256_cmpgt_epi32(a, big), _mm256_cmpgt_epi32(inf, a)));
-        _mm_storeu_si128((__m128i *)(void *)(d + 2 * i),
-                         _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT));
+        __m128i r = _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
+        __m256i lost = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_castps_si256(_mm256_cvtph_ps(r)), u),
+                                           _mm256_cmpgt_epi32(tiny, a));
+        un = _mm256_or_si256(un, lost); /* a zero is given back exactly */
+        _mm_storeu_si128((__m128i *)(void *)(d + 2 * i), r);
     }
-    int ovf = to_f16_body(s + 2 * i, d + 2 * i, n - i) | !_mm256_testz_si256(ov, ov);
+    int flags = to_f16_body(s + 2 * i, d + 2 * i, n - i);
+    if (!_mm256_testz_si256(ov, ov)) flags |= BF16K_OVERFLOW;
+    if (!_mm256_testz_si256(un, un)) flags |= BF16K_UNDERFLOW;
     if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
-    return ovf;
+    return flags;
 }
 
 /* bfloat16 -> float64: widened to float32 (exact) and converted 4 lanes at a time (exact; a
@@ -750,8 +758,9 @@ void bf16_from_f16_array(const void *src, void *dst, ptrdiff_t n)
     if (n > 0) bf16k_table_get()->from_f16((const char *)src, (char *)dst, n);
 }
 
-void bf16_to_f16_array(const void *src, void *dst, ptrdiff_t n, int *overflow)
+void bf16_to_f16_array(const void *src, void *dst, ptrdiff_t n, int *overflow, int *underflow)
 {
-    if (n > 0 && bf16k_table_get()->to_f16((const char *)src, (char *)dst, n) && overflow)
-        *overflow = 1;
+    int flags = n > 0 ? bf16k_table_get()->to_f16((const char *)src, (char *)dst, n) : 0;
+    if ((flags & BF16K_OVERFLOW) && overflow) *overflow = 1;
+    if ((flags & BF16K_UNDERFLOW) && underflow) *underflow = 1;
 }

@@ -48,7 +48,7 @@ typedef struct {
     int (*from_f64)(const char *src, char *dst, ptrdiff_t n);
     void (*to_f64)(const char *src, char *dst, ptrdiff_t n);
     void (*from_f16)(const char *src, char *dst, ptrdiff_t n);
-    int (*to_f16)(const char *src, char *dst, ptrdiff_t n);   /* returns 1 on overflow */
+    int (*to_f16)(const char *src, char *dst, ptrdiff_t n);   /* returns the bits of from_f64 */
     float (*sum32)(const char *src, ptrdiff_t n);
     double (*sum64)(const char *src, ptrdiff_t n);
     float (*prod32)(const char *src, ptrdiff_t n);

@@ -448,6 +448,8 @@ template <class Tier, bool IsMax>
 void twin_minmax_scan(const char *in, npy_intp n, int16_t *best, uint16_t *any_nan,
                       uint16_t *any_snan);
 template <class Tier> void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n);
+template <class Tier>
+void twin_clip_keys_runs(const char *x, const char *lo, const char *hi, char *o, npy_intp n);
 template <class Tier, bool IsMax, bool Propagates, int Scalar>
 uint16_t twin_minmax_pairs(const char *a, const char *b, char *o, npy_intp n);
 template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n);
@@ -491,6 +493,11 @@ static uint16_t minmax_pairs(const char *a, const char *b, char *o, npy_intp n)
 static inline void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
 {
     BF16_ORDER_DISPATCH(twin_clip_keys, (), portable_order::clip_keys, x, lo, hi, o, n);
+}
+
+static inline void clip_keys_runs(const char *x, const char *lo, const char *hi, char *o, npy_intp n)
+{
+    BF16_ORDER_DISPATCH(twin_clip_keys_runs, (), portable_order::clip_keys_runs, x, lo, hi, o, n);
 }
 
 template <class Op>

@@ -370,7 +370,8 @@ int atan2_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
 }
 
 /* ---- power: loops_avx512.cpp's power_run four lanes at a time (the exponent and mantissa
- * taken from the float64 bits, 2^k built in them), powf for the lanes it must decide: the
+ * taken from the float64 bits, 2^k built in them), and a negative base with an integer
+ * exponent as |x| ** y with the sign of an odd y; powf for the lanes it must decide: the
  * scalar loop's bits and warnings (tests/umath_tier_checks.py::
  * test_power_twin_matches_the_scalar_loop) ---------------------------------------------------- */
 
@@ -393,8 +394,26 @@ int power_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
     for (; i + 4 <= n; i += 4) {
         __m128i hx = load4(a + (a_bcast ? 0 : 2 * i), a_bcast);
         __m128i hy = load4(b + (b_bcast ? 0 : 2 * i), b_bcast);
-        /* powf's lanes: x negative, zero, inf or NaN (x - 1 >= 0x7f7f unsigned, as signed:
-         * outside 0 .. 0x7f7e); y inf or NaN */
+        /* A finite negative x with an integer y is |x|^y, negated for an odd y (x**3 of data of
+         * both signs stays in the vector lanes). y is an integer where rounding keeps it (every
+         * bfloat16 of magnitude 256 or more is an even integer). */
+        __m256d y0 = widen4(hy);
+        __m256d yint = _mm256_cmp_pd(_mm256_round_pd(y0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                                     y0, _CMP_EQ_OQ);
+        __m256d half = _mm256_mul_pd(y0, pd4(0.5));
+        __m256d yodd = _mm256_and_pd(yint, _mm256_cmp_pd(_mm256_round_pd(half, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                                                         half, _CMP_NEQ_UQ));
+        __m128i xmag = _mm_and_si128(hx, _mm_set1_epi16(0x7fff));
+        __m128i negx = _mm_andnot_si128(
+                _mm_cmpgt_epi16(_mm_sub_epi16(xmag, _mm_set1_epi16(1)), _mm_set1_epi16(0x7f7e)),
+                _mm_cmplt_epi16(hx, _mm_setzero_si128())); /* negative, nonzero, finite */
+        __m128i yint16 = narrow_mask(yint);
+        negx = _mm_and_si128(negx, _mm_packs_epi32(yint16, yint16));
+        __m128i flip = _mm_and_si128(narrow_mask(_mm256_and_pd(yodd, _mm256_castsi256_pd(_mm256_cvtepi16_epi64(negx)))),
+                                     _mm_set1_epi32(0x8000));
+        hx = _mm_blendv_epi8(hx, xmag, negx);
+        /* powf's lanes: x negative (but the lanes above), zero, inf or NaN (x - 1 >= 0x7f7f
+         * unsigned, as signed: outside 0 .. 0x7f7e); y inf or NaN */
         __m128i xm1 = _mm_sub_epi16(hx, _mm_set1_epi16(1));
         __m128i bad = _mm_or_si128(
                 _mm_or_si128(_mm_cmplt_epi16(xm1, _mm_setzero_si128()),
@@ -440,6 +459,7 @@ int power_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
         __m128i u = _mm_castps_si128(_mm256_cvtpd_ps(r)); /* normal float32: only "inexact" */
         __m128i lsb = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
         __m128i rounded = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)), lsb), 16);
+        rounded = _mm_xor_si128(rounded, flip);
         alignas(16) char res[16];
         _mm_store_si128((__m128i *)res, _mm_packus_epi32(rounded, rounded));
         ovf |= twin_store_block<Power>(res, 4, (unsigned)scalar, a, a_bcast, b, b_bcast, i, o);

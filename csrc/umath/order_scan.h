@@ -142,6 +142,33 @@ static void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
     }
 }
 
+/* clip(x, lo, hi) for three contiguous runs: clip_keys with a bound per element, NaN bounds
+ * included (clip_loop's rule: a NaN x first, then a NaN lo, then a NaN hi is the result). */
+static void clip_keys_runs(const char *x, const char *lo, const char *hi, char *o, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t h, l, u;
+        memcpy(&h, x + 2 * i, 2);
+        memcpy(&l, lo + 2 * i, 2);
+        memcpy(&u, hi + 2 * i, 2);
+        int16_t k = order_key((bf16_t)(h & (uint16_t)(0u - (unsigned)(h != 0x8000u))));
+        int16_t kl = order_key((bf16_t)(l & (uint16_t)(0u - (unsigned)(l != 0x8000u))));
+        int16_t kh = order_key((bf16_t)(u & (uint16_t)(0u - (unsigned)(u != 0x8000u))));
+        uint16_t below = (uint16_t)(0u - (unsigned)(k < kl));
+        int16_t kv = (int16_t)(uint16_t)(((uint16_t)kl & below) | ((uint16_t)k & (uint16_t)~below));
+        uint16_t above = (uint16_t)(0u - (unsigned)(kv > kh));
+        uint16_t r = (uint16_t)((l & below) | (h & (uint16_t)~below));
+        r = (uint16_t)((u & above) | (r & (uint16_t)~above));
+        uint16_t nan = nan_mask(u);
+        r = (uint16_t)((u & nan) | (r & (uint16_t)~nan));
+        nan = nan_mask(l);
+        r = (uint16_t)((l & nan) | (r & (uint16_t)~nan));
+        nan = nan_mask(h);
+        r = (uint16_t)((h & nan) | (r & (uint16_t)~nan));
+        memcpy(o + 2 * i, &r, 2);
+    }
+}
+
 /* A test of the bits of each element of a contiguous run (isnan, isinf, isfinite, signbit,
  * logical_not): integer work, no flag. */
 template <class Op>

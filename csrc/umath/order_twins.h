@@ -46,6 +46,13 @@ void twin_clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
     tier_order::clip_keys(x, lo, hi, o, n);
 }
 template void twin_clip_keys<BF16_ORDER_TIER>(const char *, bf16_t, bf16_t, char *, npy_intp);
+template <class Tier>
+void twin_clip_keys_runs(const char *x, const char *lo, const char *hi, char *o, npy_intp n)
+{
+    tier_order::clip_keys_runs(x, lo, hi, o, n);
+}
+template void twin_clip_keys_runs<BF16_ORDER_TIER>(const char *, const char *, const char *,
+                                                   char *, npy_intp);
 
 template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n)
 {

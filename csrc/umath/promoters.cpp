@@ -270,8 +270,11 @@ register_binary_promoters(PyObject *ufunc, int nout, PyArrayMethod_PromoterFunct
     return 0;
 }
 
-/* A bfloat16 array clipped by bounds of any type bfloat16 meets (tests/test_ufuncs.py::
- * test_clip_bounds_of_every_type_promote_like_the_table). */
+/* np.clip with a bfloat16 among its three inputs and the others of any type bfloat16 meets: a
+ * bfloat16 array, or a bool/int8/uint8 array clipped by a bfloat16 bound (NumPy's legacy
+ * lookup gave float32 there; wider types get the table's answer from
+ * it already, and registering them too cost 40 ms of import; tests/test_ufuncs.py::
+ * test_clip_bounds_of_every_type_promote_like_the_table, ::test_clip_of_other_arrays_by_bfloat16_bounds). */
 static int
 register_clip_promoters(PyObject *numpy, const std::vector<PyArray_DTypeMeta *> &others)
 {
@@ -283,11 +286,25 @@ register_clip_promoters(PyObject *numpy, const std::vector<PyArray_DTypeMeta *> 
     std::vector<PyArray_DTypeMeta *> bounds = {bf};
     bounds.insert(bounds.end(), others.begin(), others.end());
     int r = 0;
-    for (PyArray_DTypeMeta *lo : bounds) {
-        for (PyArray_DTypeMeta *hi : bounds) {
-            if (lo == bf && hi == bf) continue;
-            PyArray_DTypeMeta *t[4] = {bf, lo, hi, NULL};
-            if ((r = add_promoter(ufunc, t, 4, bf16_promoter)) < 0) break;
+    /* the clipped array's types whose common type with bfloat16 is bfloat16 (np.clip makes a
+     * Python number an array of its default type first) */
+    std::vector<PyArray_DTypeMeta *> xs = {bf};
+    for (int t : {NPY_BOOL, NPY_BYTE, NPY_UBYTE}) {
+        PyArray_DTypeMeta *d = dtype_of(t);
+        if (d == NULL) {
+            Py_DECREF(ufunc);
+            return -1;
+        }
+        xs.push_back(d);
+    }
+    for (PyArray_DTypeMeta *x : xs) {
+        for (PyArray_DTypeMeta *lo : bounds) {
+            for (PyArray_DTypeMeta *hi : bounds) {
+                if ((x == bf && lo == bf && hi == bf) || (x != bf && lo != bf && hi != bf)) continue;
+                PyArray_DTypeMeta *t[4] = {x, lo, hi, NULL};
+                if ((r = add_promoter(ufunc, t, 4, bf16_promoter)) < 0) break;
+            }
+            if (r < 0) break;
         }
         if (r < 0) break;
     }

@@ -74,6 +74,11 @@ clip_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
         clip_keys(x, ld(lo), ld(hi), o, dims[0]); /* scalar bounds: the vectorised rule */
         return;
     }
+    if (steps[0] == 2 && steps[1] == 2 && steps[2] == 2 && steps[3] == 2 &&
+        !straddles(o, x, dims[0]) && !straddles(o, lo, dims[0]) && !straddles(o, hi, dims[0])) {
+        clip_keys_runs(x, lo, hi, o, dims[0]); /* bounds per element: the same rule */
+        return;
+    }
     for (npy_intp i = 0; i < dims[0];
          i++, x += steps[0], lo += steps[1], hi += steps[2], o += steps[3]) {
         bf16_t hx = ld(x), hl = ld(lo), hh = ld(hi);
