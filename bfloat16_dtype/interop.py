@@ -35,6 +35,7 @@ bfloat16 tensor without copying. :func:`to_torch`, :func:`from_torch`, :func:`to
 """
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -146,10 +147,14 @@ def _register_numpy_ma() -> None:
     masked ``max`` of -inf values would return -3.39e38 and ``argmax`` point at a masked
     element, and where numpy.ma loads first bfloat16 had no entry at all ("Unsuitable type").
     Its default fill value is chosen by dtype kind, and kind ``'V'`` gives ``b'???'``, which no
-    bfloat16 result can hold (``a.max(axis=0)`` raised): bfloat16 gets float16's (1e20)
-    (tests/test_dropin.py::test_masked_extrema_and_fill_values_like_float16)."""
+    bfloat16 result can hold (``a.max(axis=0)`` raised): bfloat16 gets float16's (1e20), in
+    either byte order (tests/test_dropin.py::test_masked_extrema_and_fill_values_like_float16).
+
+    ``MaskedArray.mean`` with a mask set sums in the array's dtype unless it is float16, so a
+    bfloat16 mean (and var, std, anom, average, which call it) came from a sum rounded to
+    bfloat16: the mean of 5000 ones was 0.9984. The sum now runs in float32 for bfloat16, and
+    the mean is float64 as before (tests/test_dropin.py::test_masked_mean_and_var_accumulate_in_float32)."""
     core = sys.modules["numpy.ma.core"]
-    ours = np.dtype(_ext.bfloat16)
     core.max_filler[_ext.bfloat16] = -np.inf
     core.min_filler[_ext.bfloat16] = np.inf
     numpy_default = core.default_fill_value
@@ -158,15 +163,30 @@ def _register_numpy_ma() -> None:
     half = np.dtype(np.float16)
     recurse = getattr(core, "_recursive_fill_value", None)
 
+    def is_ours(d: np.dtype) -> bool:
+        return d.type is _ext.bfloat16
+
     def default_fill_value(obj):
         dtype = obj if isinstance(obj, np.dtype) else getattr(obj, "dtype", None)
         if dtype is None:
             dtype = np.asanyarray(obj).dtype
-        if dtype == ours:
+        if not isinstance(dtype, np.dtype):  # a scalar type: NumPy's answer (or error)
+            return numpy_default(obj)
+        if is_ours(dtype):
             return numpy_default(half)
         if recurse is not None and (dtype.names is not None or dtype.subdtype is not None):
-            return recurse(dtype, lambda d: numpy_default(half if d == ours else d))
+            return recurse(dtype, lambda d: numpy_default(half if is_ours(d) else d))
         return numpy_default(obj)
+
+    numpy_mean = core.MaskedArray.mean
+
+    @functools.wraps(numpy_mean)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
+        if dtype is None and is_ours(self.dtype) and self._mask is not core.nomask:
+            dtype = np.float32
+        return numpy_mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    core.MaskedArray.mean = mean
 
     default_fill_value.__doc__ = numpy_default.__doc__
     default_fill_value._bfloat16_dtype = True

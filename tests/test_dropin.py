@@ -557,6 +557,59 @@ def test_masked_extrema_and_fill_values_like_float16(first):
     assert ours[12:] == half[12:] == [[False, True], [1.5, 7.0], -np.inf, np.inf]
 
 
+def test_masked_mean_and_var_accumulate_in_float32():
+    """A masked bfloat16 array with a mask set: mean (float64, as for float32) is the float32
+    sum over the count, not a sum rounded to bfloat16 first; var, std, anom and average build
+    on it. Reference: the same statistics of the float64 values."""
+    rng = np.random.default_rng(3)
+    ones = np.ma.masked_invalid(np.ones(5000, bfloat16))
+    assert ones.mean() == 1.0 and np.ma.average(ones) == 1.0
+    y = rng.standard_normal((1500, 300)).astype(bfloat16)
+    mask = rng.random(y.shape) < 0.1
+    m, m64 = np.ma.masked_array(y, mask), np.ma.masked_array(y.astype(np.float64), mask)
+    assert m.mean().dtype == np.float64
+    assert abs(m.mean() - m64.mean()) <= 1e-6 * np.abs(m64).mean()
+    assert abs(m.var() / m64.var() - 1) < 1e-5 and abs(m.std() / m64.std() - 1) < 1e-5
+    np.testing.assert_allclose(m.var(axis=0), m64.var(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(m.mean(axis=1), m64.mean(axis=1), rtol=1e-5, atol=1e-7)
+    c = np.ma.masked_array(np.full(4, 1.0078125, bfloat16), [0, 1, 0, 0])
+    assert c.mean() == 1.0078125 and c.std() == 0.0 and (c.anom() == 0).all()
+    # an explicit dtype is the caller's
+    assert np.ma.masked_invalid(np.ones(4, bfloat16)).mean(dtype=bfloat16).dtype == np.float64
+
+
+def test_masked_arrays_of_either_byte_order_fill_like_float16():
+    """Byte-swapped bfloat16 masked arrays get float16's fill value too (not kind 'V''s b'???'):
+    filled(), sort and median work as for '>f2'."""
+    for t in (np.dtype(bfloat16).newbyteorder(), np.dtype(bfloat16)):
+        x = np.ma.masked_array(np.array([3.0, 1.0, 2.0, 5.0]).astype(t), mask=[0, 1, 0, 0])
+        h = np.ma.masked_array(np.array([3.0, 1.0, 2.0, 5.0]).astype(np.dtype(">f2")), mask=[0, 1, 0, 0])
+        # float16's fill value 1e20, which float16 itself stores as inf
+        assert x.filled().astype(np.float64).tolist() == [3.0, float(bfloat16(1e20)), 2.0, 5.0]
+        assert h.filled().astype(np.float64).tolist() == [3.0, np.inf, 2.0, 5.0]
+        assert np.ma.sort(x).compressed().astype(np.float64).tolist() == [2.0, 3.0, 5.0]
+        assert float(np.ma.median(x)) == float(np.ma.median(h)) == 3.0  # (an even count: README)
+        assert np.ma.default_fill_value(t) == np.ma.default_fill_value(np.dtype(np.float16))
+        sd = np.dtype([("a", t), ("b", np.int32)])
+        assert np.ma.default_fill_value(sd)["a"] == np.ma.default_fill_value(np.dtype(np.float16))
+
+
+def test_masked_constant_stored_is_nan_with_numpys_warning():
+    """np.ma.masked (a 0-d masked float64) stored into a bfloat16 array becomes NaN with NumPy's
+    "converting a masked element to nan" warning, as for float16; so does a masked 0-d bfloat16."""
+    for t in (np.float16, bfloat16):
+        with pytest.warns(UserWarning, match="masked element to nan"):
+            a = np.array([1.0, np.ma.masked], dtype=t)
+        assert np.isnan(a.astype(np.float32)[1]) and a.astype(np.float32)[0] == 1.0
+        b = np.zeros(2, t)
+        with pytest.warns(UserWarning, match="masked element to nan"):
+            b[1] = np.ma.masked_array(np.array(1.5, t), mask=True)
+        assert np.isnan(b.astype(np.float32)[1])
+    # unmasked 0-d arrays and subclasses still give their value
+    assert float(np.array([np.ma.masked_array(np.array(2.5, bfloat16))], bfloat16)[0]) == 2.5
+    assert float(np.array([np.array(2.5)], bfloat16)[0]) == 2.5
+
+
 def test_structured_field_saves_as_v2_and_views_back():
     """np.save keeps a bfloat16 field's bits as 'V2' (never float16); viewing the loaded array
     with the original dtype restores it, compared field by field with the values saved."""

@@ -171,6 +171,14 @@ def test_explicit_registration_before_ml_dtypes_is_imported():
     assert _run(code) == "dtype(bfloat16_dtype.bfloat16)"
 
 
+def test_structured_dtype_reprs_do_not_tell_the_two_types_apart():
+    # NumPy prints dtype.type.__name__ for a user dtype's field (README, Differences from float16)
+    ours = np.dtype([("a", bfloat16)])
+    theirs = np.dtype([("a", ml_dtypes.bfloat16)])
+    assert ours != theirs and repr(ours) == repr(theirs)
+    assert repr(np.dtype(bfloat16)) != repr(np.dtype(ml_dtypes.bfloat16))
+
+
 def test_registration_survives_a_reload_of_interop():
     # the Python record of the registration is lost (a reload, as IPython's autoreload does, or
     # an interrupt between the registration's steps): registering again must not fail on what

@@ -103,3 +103,39 @@ def test_bad_file_arguments_raise_type_error(tmp_path):
     io.save(path, x)
     got = io.load(path + b".npy")
     assert got.dtype == bfloat16 and got.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_structured_arrays_pass_through_with_v2_fields(tmp_path):
+    """io.save hands a structured array to np.save as it is (only plain bfloat16 arrays get the
+    marked <u2 form), so a bfloat16 field comes back as V2; viewing with the dtype restores it
+    (README, Files)."""
+    sd = np.dtype([("a", bfloat16), ("b", np.int32)])
+    x = np.array([(1.5, 2), (-0.1, 3)], sd)
+    io.save(tmp_path / "s.npy", x)
+    y = io.load(tmp_path / "s.npy")
+    assert y.dtype["a"] == np.dtype("V2")
+    back = y.view(sd)
+    assert back["a"].view(np.uint16).tolist() == x["a"].view(np.uint16).tolist()
+    assert back["b"].tolist() == [2, 3]
+
+
+def test_buffer_readers_refuse_bfloat16_and_fromfile_reads_it(tmp_path):
+    """NumPy gives a user dtype no buffer format: memoryview(x) and np.rec.fromfile (which reads
+    into such a buffer) raise ValueError; np.fromfile(...).view(np.recarray) reads the records
+    (README, Differences from float16)."""
+    sd = np.dtype([("a", bfloat16), ("b", np.int32)])
+    x = np.array([(1.5, 2), (2.5, 3)], sd)
+    x.tofile(tmp_path / "r.bin")
+    with pytest.raises(ValueError):
+        memoryview(np.ones(2, bfloat16))
+    with pytest.raises(ValueError, match="buffer"):
+        np.rec.fromfile(tmp_path / "r.bin", dtype=sd)
+    r = np.fromfile(tmp_path / "r.bin", dtype=sd).view(np.recarray)
+    assert r.a.astype(np.float32).tolist() == [1.5, 2.5] and r.b.tolist() == [2, 3]
+    # the type character takes no byte-order prefix (NumPy looks the whole string up)
+    with pytest.raises(TypeError):
+        np.dtype(">E")
+    assert np.dtype(bfloat16).newbyteorder(">").byteorder == ">"
+    # a structured dtype's repr names the field's type only: the byte order does not show
+    swapped = np.dtype([("a", np.dtype(bfloat16).newbyteorder(">"))])
+    assert repr(swapped) == repr(np.dtype([("a", bfloat16)]))
