@@ -121,36 +121,18 @@ static uint16_t compare_keys(const char *arr, int16_t ks, bool scalar_first, npy
                         : compare_keys_as<Op, false>(arr, ks, o, n);
 }
 
-/* clip(x, lo, hi) for a contiguous run and non-NaN scalar bounds: the bits of clip_loop's
- * sequential rule (a NaN x passes through; x below lo takes lo, then a value above hi takes hi,
- * so lo > hi gives hi; -0 and +0 compare equal and x keeps its own zero). */
-static void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
-{
-    const int16_t kl = value_key(lo), kh = value_key(hi);
-    for (npy_intp i = 0; i < n; i++) {
-        bf16_t h;
-        memcpy(&h, x + 2 * i, 2);
-        uint16_t nan = nan_mask(h);
-        int16_t k = order_key((bf16_t)(h & (uint16_t)(0u - (unsigned)(h != 0x8000u))));
-        uint16_t below = (uint16_t)(0u - (unsigned)(k < kl));
-        int16_t kv = (int16_t)(uint16_t)(((uint16_t)kl & below) | ((uint16_t)k & (uint16_t)~below));
-        uint16_t above = (uint16_t)(0u - (unsigned)(kv > kh));
-        uint16_t r = (uint16_t)((lo & below) | (h & (uint16_t)~below));
-        r = (uint16_t)((hi & above) | (r & (uint16_t)~above));
-        r = (uint16_t)((h & nan) | (r & (uint16_t)~nan));
-        memcpy(o + 2 * i, &r, 2);
-    }
-}
-
-/* clip(x, lo, hi) for three contiguous runs: clip_keys with a bound per element, NaN bounds
- * included (clip_loop's rule: a NaN x first, then a NaN lo, then a NaN hi is the result). */
-static void clip_keys_runs(const char *x, const char *lo, const char *hi, char *o, npy_intp n)
+/* clip(x, lo, hi) for a contiguous run of x and o, the bounds contiguous runs too (Step 2) or
+ * single values that are not NaN (Step 0): clip_loop's sequential rule on order keys. A NaN x passes through,
+ * then a NaN lo, then a NaN hi is the result; otherwise x below lo takes lo, then a value above
+ * hi takes hi (so lo > hi gives hi); -0 and +0 compare equal and x keeps its own zero. */
+template <int Step>
+static void clip_keys_step(const char *x, const char *lo, const char *hi, char *o, npy_intp n)
 {
     for (npy_intp i = 0; i < n; i++) {
         bf16_t h, l, u;
         memcpy(&h, x + 2 * i, 2);
-        memcpy(&l, lo + 2 * i, 2);
-        memcpy(&u, hi + 2 * i, 2);
+        memcpy(&l, lo + Step * i, 2);
+        memcpy(&u, hi + Step * i, 2);
         int16_t k = order_key((bf16_t)(h & (uint16_t)(0u - (unsigned)(h != 0x8000u))));
         int16_t kl = order_key((bf16_t)(l & (uint16_t)(0u - (unsigned)(l != 0x8000u))));
         int16_t kh = order_key((bf16_t)(u & (uint16_t)(0u - (unsigned)(u != 0x8000u))));
@@ -159,14 +141,29 @@ static void clip_keys_runs(const char *x, const char *lo, const char *hi, char *
         uint16_t above = (uint16_t)(0u - (unsigned)(kv > kh));
         uint16_t r = (uint16_t)((l & below) | (h & (uint16_t)~below));
         r = (uint16_t)((u & above) | (r & (uint16_t)~above));
-        uint16_t nan = nan_mask(u);
-        r = (uint16_t)((u & nan) | (r & (uint16_t)~nan));
-        nan = nan_mask(l);
-        r = (uint16_t)((l & nan) | (r & (uint16_t)~nan));
-        nan = nan_mask(h);
+        if constexpr (Step != 0) { /* single bounds are not NaN (clip_loop checks) */
+            uint16_t bn = nan_mask(u);
+            r = (uint16_t)((u & bn) | (r & (uint16_t)~bn));
+            bn = nan_mask(l);
+            r = (uint16_t)((l & bn) | (r & (uint16_t)~bn));
+        }
+        uint16_t nan = nan_mask(h);
         r = (uint16_t)((h & nan) | (r & (uint16_t)~nan));
         memcpy(o + 2 * i, &r, 2);
     }
+}
+
+static void clip_keys(const char *x, bf16_t lo, bf16_t hi, char *o, npy_intp n)
+{
+    char l[2], u[2];
+    memcpy(l, &lo, 2);
+    memcpy(u, &hi, 2);
+    clip_keys_step<0>(x, l, u, o, n);
+}
+
+static void clip_keys_runs(const char *x, const char *lo, const char *hi, char *o, npy_intp n)
+{
+    clip_keys_step<2>(x, lo, hi, o, n);
 }
 
 /* A test of the bits of each element of a contiguous run (isnan, isinf, isfinite, signbit,
