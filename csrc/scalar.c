@@ -183,7 +183,8 @@ convert_object(PyObject *obj, bf16_t *out, int *src_inf)
         *out = (obj == Py_True) ? 0x3f80 : 0;
         return 0;
     }
-    if (PyFloat_Check(obj)) {
+    if (PyFloat_CheckExact(obj) || PyArray_IsScalar(obj, Double)) {
+        /* other float subclasses may convert themselves: their __float__, below, as float16 */
         *out = f64_to_bf16(PyFloat_AS_DOUBLE(obj));
         return 0;
     }
@@ -383,11 +384,11 @@ bf16_from_object(PyObject *obj, bf16_t *out)
 int
 bf16_from_object_reporting(PyObject *obj, bf16_t *out)
 {
-    /* Python floats and ints (np.float64 and bool included: subclasses, read as the branches
-     * of convert_object read them), the elements of np.array(list): overflow is read off the
-     * value, because clearing and testing the FP status word costs more than the conversion
+    /* Python floats and ints (np.float64, bool and int subclasses included, read as the
+     * branches of convert_object read them), the elements of np.array(list): overflow is read
+     * off the value, because clearing and testing the FP status word costs more than the conversion
      * (np.array of 10^4 floats 1.36 -> 0.19 ms). */
-    if (PyFloat_Check(obj)) {
+    if (PyFloat_CheckExact(obj) || PyArray_IsScalar(obj, Double)) {
         double d = PyFloat_AS_DOUBLE(obj);
         *out = f64_to_bf16(d);
         if (bf16_isinf(*out) && !isinf(d)) {
@@ -569,14 +570,29 @@ bf16_scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
      * tensor), a 0-d one giving a scalar (::test_constructor_takes_array_likes_like_float16). */
     if (value != NULL && !PyUnicode_Check(value) && !PyBytes_Check(value) &&
             !PyArray_IsScalar(value, Generic) && !PyFloat_Check(value) && !PyLong_Check(value) &&
-            (PyArray_Check(value) ? PyArray_NDIM((PyArrayObject *)value) > 0
-                                  : PySequence_Check(value) || PyMemoryView_Check(value) ||
-                                    PyObject_HasAttrString(value, "__array__") ||
-                                    PyObject_HasAttrString(value, "__array_interface__") ||
-                                    PyObject_HasAttrString(value, "__array_struct__"))) {
+            (PyArray_Check(value) || PySequence_Check(value) || PyMemoryView_Check(value))) {
+        /* arrays of any shape (a 0-d one gives its stored value, as for np.float16: a complex
+         * one its real part with NumPy's ComplexWarning, a masked element its data) */
         Py_INCREF(bf16_descr);
         return PyArray_Return((PyArrayObject *)PyArray_FromAny(value, bf16_descr, 0, 0,
                                                                NPY_ARRAY_FORCECAST, NULL));
+    }
+    if (value != NULL && !PyArray_IsScalar(value, Generic) &&
+            (PyObject_HasAttrString(value, "__array__") ||
+             PyObject_HasAttrString(value, "__array_interface__") ||
+             PyObject_HasAttrString(value, "__array_struct__"))) {
+        /* an array-like; where NumPy cannot read it and it converts itself (a torch bfloat16
+         * tensor, one that requires grad), its __float__ as before */
+        Py_INCREF(bf16_descr);
+        PyObject *arr = PyArray_FromAny(value, bf16_descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
+        if (arr != NULL) {
+            return PyArray_Return((PyArrayObject *)arr);
+        }
+        PyNumberMethods *nb = Py_TYPE(value)->tp_as_number;
+        if (nb == NULL || nb->nb_float == NULL) {
+            return NULL;
+        }
+        PyErr_Clear();
     }
     bf16_t bits = 0;
     if (value != NULL && bf16_from_object_reporting(value, &bits) < 0) {

@@ -725,3 +725,52 @@ def test_constructor_takes_array_likes_like_float16(make, value):
         assert type(got) is bfloat16
     want = np.asarray(value, np.float64).astype(bfloat16)
     assert np.asarray(got, dtype=np.float32).tolist() == want.astype(np.float32).tolist()
+
+
+def test_constructor_reads_zero_d_arrays_like_float16():
+    """bfloat16(0-d array) gives the stored value as np.float16 does: a masked element its data
+    (no NaN), a complex one its real part with NumPy's ComplexWarning; a bfloat16 one its bits."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(bfloat16(np.ma.masked)) == float(np.float16(np.ma.masked)) == 0.0
+        held = np.ma.masked_array(np.array(1.5), mask=True)
+        assert float(bfloat16(held)) == float(np.float16(held)) == 1.5
+    with pytest.warns(np.exceptions.ComplexWarning):
+        want = np.float16(np.array(1 + 2j))
+    with pytest.warns(np.exceptions.ComplexWarning):
+        got = bfloat16(np.array(1 + 2j))
+    assert type(got) is bfloat16 and float(got) == float(want) == 1.0
+    nan = np.array(0x7FC1, np.uint16).view(bfloat16)
+    assert np.array(bfloat16(nan)).view(np.uint16) == 0x7FC1
+
+
+class _OwnFloat(float):
+    def __float__(self):
+        return 2.0 * float.__float__(self)
+
+
+def test_float_subclass_converts_itself_like_float16():
+    """A float subclass with its own __float__ is read through it, by every path (float16 does
+    the same); np.float64 and plain floats are read directly."""
+    v = _OwnFloat(2.5)
+    for t in (np.float16, bfloat16):
+        assert float(np.array([v], t)[0]) == 5.0, t
+        assert float(np.full(2, v, t)[0]) == 5.0, t
+        a = np.zeros(1, t)
+        a[0] = v
+        assert float(a[0]) == 5.0, t
+    assert float(np.array([np.float64(2.5), 2.5], bfloat16)[0]) == 2.5
+
+
+def test_constructor_takes_torch_tensors():
+    """A torch tensor NumPy cannot read (bfloat16, or one that requires grad) converts through
+    its __float__ as before; others through NumPy, as np.float16 reads them."""
+    torch = pytest.importorskip("torch")
+    assert bfloat16(torch.tensor(1.5, dtype=torch.bfloat16)) == 1.5
+    assert bfloat16(torch.tensor(1.5, requires_grad=True)) == 1.5
+    got = bfloat16(torch.tensor([1.5, 2.5]))
+    assert isinstance(got, np.ndarray) and got.dtype == bfloat16 and got.tolist() == [1.5, 2.5]
+    assert type(bfloat16(torch.tensor(3.0))) is bfloat16
+    with pytest.raises((TypeError, RuntimeError, ValueError)):
+        bfloat16(torch.tensor([1.5, 2.5], dtype=torch.bfloat16))
