@@ -445,7 +445,8 @@ def test_outer_axis_sum_accumulates_in_float32():
 @pytest.mark.parametrize("ufunc", ["add", "multiply"])
 def test_outer_axis_reductions_every_width(ufunc, cols):
     """The shadow row at widths around its 16-element step (tails on padded copies), with
-    NaN, inf, zeros of both signs and a column that overflows bfloat16 only when rounded: the
+    NaN, inf, zeros of both signs, a column that overflows float32 and one that overflows
+    bfloat16 only when rounded (the float32 flag the step raises for it): the
     bits of numpy's float32 reduction rounded once, and "overflow" exactly when a column's
     float32 result is finite but rounds to inf or float32 itself overflowed."""
     rng = np.random.default_rng(cols)
@@ -454,6 +455,9 @@ def test_outer_axis_reductions_every_width(ufunc, cols):
     if cols >= 7:
         x32[3, 1], x32[5, 2], x32[0, 3], x32[:, 4] = np.nan, np.inf, -0.0, -0.0
         x32[:, 5] = 3.3e38 / rows if ufunc == "add" else 2.0 ** 11  # rounds (or runs) past the top
+        # a finite float32 result above bfloat16's largest rounding: 3.3995525e38, 3.402616e38
+        x32[:, 6] = 0.0 if ufunc == "add" else 1.0
+        x32[:2, 6] = [3.3895314e38, 1e36] if ufunc == "add" else [3.3762391e38, 1.0078125]
     x = x32.astype(BF16)
     f = getattr(np, ufunc)
     with np.errstate(all="ignore"):

@@ -535,20 +535,24 @@ int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *
     }
 }
 
-/* 16 lanes of rne_lanes8 packed to 16 bfloat16 in element order */
-inline __m256i narrow16(__m256 f0, __m256 f1, __m256i *ovf)
+/* 16 float32 whose NaNs are the hardware's or widened bfloat16 (zero low bits) -> 16 bfloat16
+ * in element order, rounded as rne_lanes8 rounds them (the NaN blend changes nothing there) */
+inline __m256i pack_rounded16(__m256 f0, __m256 f1)
 {
-    return _mm256_permute4x64_epi64(_mm256_packus_epi32(rne_lanes8(f0, ovf), rne_lanes8(f1, ovf)), 0xD8);
+    __m256i r0 = _mm256_srli_epi32(rounded_upper8(f0), 16), r1 = _mm256_srli_epi32(rounded_upper8(f1), 16);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(r0, r1), 0xD8);
 }
 
-/* one step of twin_shadow_row below: 16 elements of the output, its input row and its shadow */
+/* one step of twin_shadow_row below: 16 elements of the output, its input row and its shadow.
+ * Every shadow value is a float32 result of the hardware or a widened bfloat16
+ * (umath/reduce_acc.cpp), so pack_rounded16 rounds it; a finite result that rounds to
+ * infinity raises the float32 overflow flag (flag_rounding_overflow8). */
 template <class Op>
-inline void shadow_step16(char *o, const char *b, float *v, __m256i *ovf)
+inline void shadow_step16(char *o, const char *b, float *v)
 {
-    __m256i ignored = _mm256_setzero_si256();
     __m256i stored = load16(o);
     __m256 s0 = _mm256_loadu_ps(v), s1 = _mm256_loadu_ps(v + 8);
-    __m256i same = _mm256_cmpeq_epi16(narrow16(s0, s1, &ignored), stored);
+    __m256i same = _mm256_cmpeq_epi16(pack_rounded16(s0, s1), stored);
     if (!_mm256_testc_si256(same, _mm256_set1_epi32(-1))) {
         /* per lane: the shadow where it still holds, else the stored value widened */
         __m256i keep0 = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(same));
@@ -557,7 +561,8 @@ inline void shadow_step16(char *o, const char *b, float *v, __m256i *ovf)
         s1 = _mm256_blendv_ps(widen8(o + 16), s1, _mm256_castsi256_ps(keep1));
     }
     __m256 r0 = V<Op>::f(s0, widen8(b)), r1 = V<Op>::f(s1, widen8(b + 16));
-    _mm256_storeu_si256((__m256i *)o, narrow16(r0, r1, ovf));
+    flag_rounding_overflow8(r0, r1);
+    _mm256_storeu_si256((__m256i *)o, pack_rounded16(r0, r1));
     _mm256_storeu_ps(v, r0);
     _mm256_storeu_ps(v + 8, r1);
 }
@@ -568,16 +573,16 @@ inline void shadow_step16(char *o, const char *b, float *v, __m256i *ovf)
  * continues from the shadow, any other from the stored value: shadow_row_contig's rule and
  * bits (loops.h; tests/umath_tier_checks.py::test_outer_axis_reductions_every_width at every
  * tier). A tail runs the same step on copies padded with 1.0, which raise no flag in + - * /.
- * x.sum(axis=0), AMD EPYC Zen 3, against 8 a step and a scalar tail: 316 x 316 134 -> 55 us, 1000 x 100 272 -> 85 us, 1000 x 1000
- * 770 -> 447 us (README, "Reductions accumulate in float32").
+ * x.sum(axis=0), AMD EPYC Zen 3: 316 x 316 134 -> 55 us (16 a step, padded tail) -> 43-53 us
+ * (pack_rounded16 and the flag in place of the NaN blend and the overflow mask), 1000 x 1000
+ * 770 -> 447 -> 303 us, 16 x 10000 84 -> 49 us (README, "Reductions accumulate in float32").
  */
 template <class Tier, class Op>
 int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
 {
-    __m256i ovf = _mm256_setzero_si256();
     npy_intp i = 0;
     for (; i + 16 <= n; i += 16) {
-        shadow_step16<Op>(o + 2 * i, b + 2 * i, v + i, &ovf);
+        shadow_step16<Op>(o + 2 * i, b + 2 * i, v + i);
     }
     if (i < n) {
         const size_t m = (size_t)(n - i);
@@ -590,11 +595,11 @@ int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
         std::memcpy(ot, o + 2 * i, 2 * m);
         std::memcpy(bt, b + 2 * i, 2 * m);
         std::memcpy(vt, v + i, 4 * m);
-        shadow_step16<Op>((char *)ot, (const char *)bt, vt, &ovf);
+        shadow_step16<Op>((char *)ot, (const char *)bt, vt);
         std::memcpy(o + 2 * i, ot, 2 * m);
         std::memcpy(v + i, vt, 4 * m);
     }
-    return !_mm256_testz_si256(ovf, ovf);
+    return 0; /* overflow went to the float32 flag */
 }
 
 namespace { /* loops_avx512.cpp has its own IsApproximate, of its own V */
