@@ -212,7 +212,13 @@ static void
 bf16_dot(void *ip1, npy_intp is1, void *ip2, npy_intp is2, void *op, npy_intp n,
          void *NPY_UNUSED(ignore))
 {
-    store_bits(op, f32_to_bf16(DOT_F32((const char *)ip1, is1, (const char *)ip2, is2, n)));
+    float r = DOT_F32((const char *)ip1, is1, (const char *)ip2, is2, n);
+    bf16_t h = f32_to_bf16(r);
+    if (bf16_overflowed(r, h)) { /* a finite sum rounded to inf: "overflow", as float16's dot says
+                                    (tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16) */
+        bf16_raise_overflow();
+    }
+    store_bits(op, h);
 }
 
 static npy_bool

@@ -176,6 +176,57 @@ def test_rounding_overflow_to_inf_only_in_bf16():
     assert bits_of(a @ b)[0, 0] == 0x7F80
 
 
+def _products():
+    """Every entry point that rounds a float32 sum to a bfloat16 result, as (name, f(a, b))."""
+    fs = [("@", lambda a, b: a @ b), ("np.dot", np.dot), ("bd.matmul", bd.matmul),
+          ("bd.dot", bd.dot), ("einsum", lambda a, b: np.einsum("ij,jk->ik", a, b, optimize=True)),
+          ("stacked", lambda a, b: (np.stack([a, a]) @ b)[1])]
+    if HAS_MATVEC:
+        fs.append(("vecmat", lambda a, b: np.stack([np.vecmat(r, b) for r in a])))
+    return fs
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 2, 1), (3, 5, 4), (1, 300, 1), (100, 300, 1), (1, 300, 100),
+                                   (64, 64, 64), (200, 300, 150)])
+@pytest.mark.parametrize("name,f", _products())
+def test_rounding_overflow_to_inf_warns_like_float16(m, k, n, name, f):
+    """A finite float32 sum that rounds to bfloat16 inf (bfloat16's largest + 2**119, a tie that
+    rounds up) reports "overflow" as float16's a @ b and np.dot do when their sum rounds to inf,
+    on every path (dot, small, GEMV, GEMM; one row of the output). An inf operand gives an inf
+    result without it (as float16), also beside the overflowing row; finite results none."""
+    if name == "einsum" and 1 in (m, n):
+        pytest.skip("NumPy's einsum refuses a size-1 index of a user dtype (README, Known limits)")
+    rng = np.random.default_rng(m * 1000 + n)
+    a32 = rng.uniform(0.5, 1.0, (m, k)).astype(np.float32)
+    b = np.ones((k, n), bfloat16)
+    base = a32.astype(bfloat16)
+    a = base.copy()
+    r = m // 2
+    a[r] = 0
+    a[r, :2] = np.array([0x7F7F, 0x7B00], np.uint16).view(bfloat16)
+    with np.errstate(over="raise"):
+        f(base, b)  # finite: nothing raised
+        with pytest.raises(FloatingPointError, match="overflow"):
+            f(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = bits_of(f(a, b))
+    assert (got[r] == 0x7F80).all() and np.isfinite(f(base, b).astype(np.float32)).all()
+    inf_row = base.copy()
+    inf_row[r, 0] = np.inf
+    with np.errstate(over="raise"):
+        assert bits_of(f(inf_row, b))[r].tolist() == [0x7F80] * n  # no overflow: inf came in
+    if m > 1:
+        both = a.copy()
+        both[(r + 1) % m, 0] = np.inf
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            f(both, b)
+    # float16 does the same where its sum rounds to inf
+    h = np.array([[65504.0, 16.0]], np.float16)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        h @ np.ones((2, 1), np.float16)
+
+
 def test_operands_beyond_bfloat16_range_warn():
     """The functions round an operand of another type to bfloat16 first: one beyond its range
     becomes inf with the cast's "overflow" warning, not silently (np.matmul's float64 path

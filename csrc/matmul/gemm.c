@@ -668,16 +668,74 @@ static int gemv_thread(const bg_task *tk)
 
 static void batch_thread(struct bg_batch_s *bt);
 
+static int bits_nonfinite(const unsigned char *p) { return (bg_ld_u16(p) & 0x7fff) >= BG_NONFINITE; }
+
+/* Whether row i of A (rows) or column i of B (!rows) holds an inf or a NaN, memoised in *memo
+ * (0 unknown, 1 finite, 2 not) when there is one. */
+static int line_nonfinite(const bg_view *v, int64_t i, int64_t K, int rows, signed char *memo)
+{
+    if (memo != NULL && memo[i]) return memo[i] == 2;
+    const unsigned char *q = v->p + i * (rows ? v->rs : v->cs);
+    int64_t step = rows ? v->cs : v->rs;
+    int found = 0;
+    for (int64_t k = 0; k < K && !found; k++) found = bits_nonfinite(q + k * step);
+    if (memo != NULL) memo[i] = found ? 2 : 1;
+    return found;
+}
+
+/*
+ * FE_OVERFLOW when a bfloat16 output holds an infinity whose row of A and column of B are finite:
+ * its float32 sum overflowed (the arithmetic raised the flag already) or was finite and rounded to
+ * inf, which the integer and vector roundings of every tier do silently. Each task checks its own
+ * block of C after computing it (its flags reach the caller's through tk->fe): one pass over the
+ * block, and a pass over A's rows and B's columns only for a row of it holding an inf or a NaN
+ * (tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16).
+ */
+static void flag_rounding_overflow(const bg_problem *p, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    if (!p->c.bf16 || p->K <= 0 || fetestexcept(FE_OVERFLOW)) return;
+    signed char *rows = NULL, *cols = NULL;
+    int raised = 0, tried = 0;
+    for (int64_t i = m0; i < m1 && !raised; i++) {
+        const unsigned char *ci = p->c.p + i * p->c.rs;
+        uint16_t any = 0; /* bit 15: the row holds an inf or a NaN (the compiler vectorises the
+                             contiguous loop) */
+        if (p->c.cs == 2) {
+            for (int64_t j = n0; j < n1; j++) {
+                uint16_t h;
+                memcpy(&h, ci + 2 * j, 2);
+                any |= (uint16_t)((h & 0x7fff) + 0x80);
+            }
+        } else {
+            for (int64_t j = n0; j < n1; j++) any |= (uint16_t)((bg_ld_u16(ci + j * p->c.cs) & 0x7fff) + 0x80);
+        }
+        if (!(any & 0x8000)) continue;
+        for (int64_t j = n0; j < n1 && !raised; j++) {
+            uint16_t h = bg_ld_u16(p->c.p + i * p->c.rs + j * p->c.cs);
+            if ((h & 0x7fff) != 0x7f80) continue;
+            if (!tried) { /* without memory, each infinity scans its row and column */
+                tried = 1;
+                rows = calloc((size_t)p->M, 1);
+                cols = calloc((size_t)p->N, 1);
+            }
+            raised = !line_nonfinite(&p->a, i, p->K, 1, rows) && !line_nonfinite(&p->b, j, p->K, 0, cols);
+        }
+    }
+    free(rows);
+    free(cols);
+    if (raised) feraiseexcept(FE_OVERFLOW);
+}
+
 static void run_task_body(bg_task *tk)
 {
     if (tk->peak_iters > 0)
         tk->kt->peak(tk->peak_iters);
     else if (tk->batch != NULL)
         batch_thread(tk->batch);
-    else if (tk->pl->path == PATH_GEMM)
-        tk->nonfinite = gemm_thread(tk);
-    else
-        tk->nonfinite = gemv_thread(tk);
+    else {
+        tk->nonfinite = tk->pl->path == PATH_GEMM ? gemm_thread(tk) : gemv_thread(tk);
+        if (!tk->nonfinite) flag_rounding_overflow(tk->p, tk->m0, tk->m1, tk->n0, tk->n1);
+    }
 }
 
 /*
@@ -1009,6 +1067,7 @@ int bf16_gemm(int64_t M, int64_t N, int64_t K,
         make_plan(&p, kt, nthreads, &pl);
         if (plain_path(pl.path)) {
             run_plain(kt, pl.path, &p);
+            flag_rounding_overflow(&p, 0, p.M, 0, p.N);
             return 0;
         }
         int rc = run_planned(kt, &p, &pl);
@@ -1090,6 +1149,7 @@ static int batch_product(const bg_batch *bt, int64_t i, int nthreads)
     if (plain_path(bt->path)) { /* the plan every product of the batch gets, made once */
         if (bt->transposed) transpose_problem(&p);
         run_plain(bt->kt, bt->path, &p);
+        flag_rounding_overflow(&p, 0, p.M, 0, p.N);
         return 0;
     }
     return bf16_gemm(p.M, p.N, p.K, p.a.p, p.a.rs, p.a.cs, p.b.p, p.b.rs, p.b.cs, p.c.p, p.c.rs, p.c.cs, p.c.bf16,
