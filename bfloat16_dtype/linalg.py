@@ -24,6 +24,7 @@ import numpy as np
 
 from . import _ext
 from ._ext import bfloat16
+from .interop import _view_ml_bfloat16
 
 __all__ = ["matmul", "dot", "matvec", "vecmat", "vdot", "inner", "get_num_threads",
            "set_num_threads", "num_threads"]
@@ -48,8 +49,9 @@ def _check_thread_env() -> None:
     # the kernel reads it with C's strtol: ASCII digits only (no "1_0", no other scripts'
     # digits), blanks before, spaces, tabs or newlines after
     # (tests/test_linalg.py::test_unusable_thread_environment_warns)
-    ok = (re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]{1,9}[ \t\n]*", raw, re.ASCII) is not None
-          and 1 <= int(raw) <= _MAX_THREADS)
+    # (leading zeros too: strtol reads "0000000003" as 3)
+    m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?)0*([0-9]{1,9})[ \t\n]*", raw, re.ASCII)
+    ok = m is not None and 1 <= int(m.group(1) + m.group(2)) <= _MAX_THREADS
     if not ok:
         warnings.warn(f"BFLOAT16_DTYPE_NUM_THREADS={text!r} is not an integer in "
                       f"[1, {_MAX_THREADS}]; the matmul uses every CPU instead",
@@ -104,22 +106,28 @@ def _operands(fn: str, *xs) -> list:
     return [np.asarray(x) for x in xs]
 
 
-def _as_bf16(x, name: str) -> np.ndarray:
-    arr = np.asarray(x)
+def _as_bf16(x, name: str, fn: str = "matmul") -> np.ndarray:
+    arr = _view_ml_bfloat16(np.asarray(x))
     if arr.dtype == _BF16:
         return arr
     if not _converts(arr.dtype):
-        raise TypeError(f"matmul: {name} must be a real numeric array, got {arr.dtype!r}")
+        raise TypeError(f"{fn}: {name} must be a real numeric array, got {arr.dtype!r}")
     # a value beyond bfloat16's range becomes inf with the cast's "overflow" warning
     # (tests/test_linalg.py::test_operands_beyond_bfloat16_range_warn)
     return arr.astype(_BF16)
 
 
-def _check_target(dt: np.dtype, what: str) -> np.dtype:
-    """A result dtype the product can be written in: bfloat16 or a NumPy float/complex (as
-    np.matmul's same_kind output rule allows for a bfloat16 result)."""
-    if dt.type is not _BF16.type and dt.kind not in "fc":   # bfloat16 of either byte order
-        raise TypeError(f"matmul: {what} must be bfloat16 or a floating-point dtype, got {dt!r}")
+def _ml_bf16(dt: np.dtype) -> bool:
+    """ml_dtypes' bfloat16 (the same bits as ours)."""
+    return dt != _BF16 and _view_ml_bfloat16(np.empty(0, dt)).dtype == _BF16
+
+
+def _check_target(dt: np.dtype, what: str, fn: str = "matmul") -> np.dtype:
+    """A result dtype the product can be written in: bfloat16 (ours of either byte order, or
+    ml_dtypes') or a NumPy float/complex (as np.matmul's same_kind output rule allows for a
+    bfloat16 result)."""
+    if dt.type is not _BF16.type and dt.kind not in "fc" and not _ml_bf16(dt):
+        raise TypeError(f"{fn}: {what} must be bfloat16 or a floating-point dtype, got {dt!r}")
     return dt
 
 
@@ -136,14 +144,14 @@ def _result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype:
     return dt
 
 
-def _resolve_out_dtype(out_dtype, a, b) -> np.dtype:
+def _resolve_out_dtype(out_dtype, a, b, fn: str = "matmul") -> np.dtype:
     if out_dtype is None:
         return _result_dtype(a, b)
     try:
         dt = np.dtype(out_dtype)
     except TypeError as exc:
-        raise TypeError(f"matmul: out_dtype must be a dtype, got {out_dtype!r}") from exc
-    return _check_target(dt, "out_dtype")
+        raise TypeError(f"{fn}: out_dtype must be a dtype, got {out_dtype!r}") from exc
+    return _check_target(dt, "out_dtype", fn)
 
 
 def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndarray:
@@ -163,18 +171,29 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     if (out is None and out_dtype is None and type(a) is np.ndarray and type(b) is np.ndarray
             and a.dtype == _BF16 and b.dtype == _BF16 and a.ndim and b.ndim):
         return np.matmul(a, b)  # the common case: numpy's gufunc machinery runs our kernel
-    a_arr, b_arr = _operands("matmul", a, b)
+    return _matmul(a, b, out, out_dtype, "matmul")
+
+
+def _matmul(a, b, out, out_dtype, fn: str):
+    """matmul, its messages naming `fn` (the public function called). An ml_dtypes bfloat16
+    out= receives the bits through a view, and out_dtype=ml_dtypes.bfloat16 gives such an
+    array (tests/test_linalg.py::test_ml_dtypes_targets_and_matrix_outputs)."""
+    a_arr, b_arr = _operands(fn, a, b)
     if a_arr.ndim == 0 or b_arr.ndim == 0:
-        raise ValueError("matmul: Input operand %d does not have enough dimensions "
+        raise ValueError(f"{fn}: Input operand %d does not have enough dimensions "
                          "(has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
                          % (0 if a_arr.ndim == 0 else 1))
-    A, B = _as_bf16(a_arr, "a"), _as_bf16(b_arr, "b")
-    target = _resolve_out_dtype(out_dtype, a_arr, b_arr)
+    A, B = _as_bf16(a_arr, "a", fn), _as_bf16(b_arr, "b", fn)
+    target = _resolve_out_dtype(out_dtype, a_arr, b_arr, fn)
+    given_out = out
     if out is not None:
-        _check_out(out)
+        _check_out(out, fn)
         if out_dtype is not None and out.dtype != target:
-            raise TypeError(f"matmul: out has dtype {out.dtype} but out_dtype is {target}")
+            raise TypeError(f"{fn}: out has dtype {out.dtype} but out_dtype is {target}")
+        out = _view_ml_bfloat16(np.asarray(out))   # np.matrix: a plain view of its memory
         target = out.dtype
+    elif _ml_bf16(target):
+        return _matmul(a, b, None, _BF16, fn).view(target)
 
     # numpy's 1-D promotion: prepend/append a unit dimension, removed again at the end
     squeeze_a, squeeze_b = A.ndim == 1, B.ndim == 1
@@ -186,7 +205,7 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     K2, N = B.shape[-2:]
     if K != K2:
         raise ValueError(
-            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            f"{fn}: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
             f"signature (n?,k),(k,m?)->(n?,m?) (size {K2} is different from {K})")
     try:
         batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
@@ -203,7 +222,7 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
             f"and requested shape ({M},{N})") from None
     result_shape = batch + ((M,) if not squeeze_a else ()) + ((N,) if not squeeze_b else ())
     if out is not None and out.shape != result_shape:
-        raise ValueError(f"matmul: out has shape {out.shape}, expected {result_shape}")
+        raise ValueError(f"{fn}: out has shape {out.shape}, expected {result_shape}")
     kernel_dtype = target if target in _OUT_DTYPES else np.dtype(np.float32)
 
     # Inputs that overlap the output are copied first, so the result is as if computed apart.
@@ -234,30 +253,30 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     elif R3.size:
         R3[...] = 0
     if direct:
-        return out
+        return given_out
     result = R3.reshape(result_shape)
     if result.dtype != target:
         result = result.astype(target)
     if out is not None:
         out[...] = result
-        return out
+        return given_out
     return result[()] if result.ndim == 0 else result   # 1-D @ 1-D: a scalar, as np.matmul
 
 
-def _check_out(out) -> None:
+def _check_out(out, fn: str = "matmul") -> None:
     if not isinstance(out, np.ndarray):
-        raise TypeError(f"matmul: out must be a numpy array, got {type(out).__name__}")
-    _check_target(out.dtype, "out")
+        raise TypeError(f"{fn}: out must be a numpy array, got {type(out).__name__}")
+    _check_target(out.dtype, "out", fn)
 
 
-def _out_target(out, out_dtype):
+def _out_target(out, out_dtype, fn: str):
     """The dtype to compute in when the result is copied into `out` afterwards: out's own, so a
     float32 out receives the float32 accumulator, not a bfloat16 rounding of it."""
     if out is None:
         return out_dtype
-    _check_out(out)
+    _check_out(out, fn)
     if out_dtype is not None and out.dtype != np.dtype(out_dtype):
-        raise TypeError(f"matmul: out has dtype {out.dtype} but out_dtype is {np.dtype(out_dtype)}")
+        raise TypeError(f"{fn}: out has dtype {out.dtype} but out_dtype is {np.dtype(out_dtype)}")
     return out.dtype
 
 
@@ -283,7 +302,8 @@ def matvec(a, v, *, out=None, out_dtype=None) -> np.ndarray:
     Memory-bound: the bfloat16 matrix is streamed once and widened on the fly."""
     a = _need_ndim(a, 2, 0, "matvec", "(m,n),(n)->(m)")
     v = _need_ndim(v, 1, 1, "matvec", "(m,n),(n)->(m)")
-    res = matmul(a, v[..., np.newaxis], out_dtype=_out_target(out, out_dtype))[..., 0]
+    _core_match("matvec", "(m,n),(n)->(m)", a.shape[-1], v.shape[-1])
+    res = _matmul(a, v[..., np.newaxis], None, _out_target(out, out_dtype, "matvec"), "matvec")[..., 0]
     return res if out is None else _copy_into(out, res)
 
 
@@ -291,14 +311,31 @@ def vecmat(v, a, *, out=None, out_dtype=None) -> np.ndarray:
     """Vector-matrix product over the last axes: ``(..., n) x (..., n, m) -> (..., m)``."""
     v = _need_ndim(v, 1, 0, "vecmat", "(n),(n,m)->(m)")
     a = _need_ndim(a, 2, 1, "vecmat", "(n),(n,m)->(m)")
-    res = matmul(v[..., np.newaxis, :], a, out_dtype=_out_target(out, out_dtype))[..., 0, :]
+    _core_match("vecmat", "(n),(n,m)->(m)", v.shape[-1], a.shape[-2])
+    res = _matmul(v[..., np.newaxis, :], a, None, _out_target(out, out_dtype, "vecmat"), "vecmat")[..., 0, :]
     return res if out is None else _copy_into(out, res)
+
+
+def _core_match(fn: str, signature: str, k: int, k2: int) -> None:
+    """numpy's gufunc message for operand 1's contracted size differing from operand 0's."""
+    if k != k2:
+        raise ValueError(f"{fn}: Input operand 1 has a mismatch in its core dimension 0, with "
+                         f"gufunc signature {signature} (size {k2} is different from {k})")
+
+
+def _not_aligned(A: np.ndarray, B: np.ndarray, da: int, db: int) -> None:
+    """np.dot's and np.inner's message when A's axis da and B's axis db differ in size."""
+    if A.shape[da] != B.shape[db]:
+        def text(shape):
+            return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise ValueError(f"shapes {text(A.shape)} and {text(B.shape)} not aligned: "
+                         f"{A.shape[da]} (dim {da % A.ndim}) != {B.shape[db]} (dim {db % B.ndim})")
 
 
 def _copy_into(out: np.ndarray, res: np.ndarray) -> np.ndarray:
     if out.shape != res.shape:
         raise ValueError(f"out has shape {out.shape}, expected {res.shape}")
-    out[...] = res
+    _view_ml_bfloat16(np.asarray(out))[...] = _view_ml_bfloat16(np.asarray(res))
     return out
 
 
@@ -307,26 +344,26 @@ def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
     with the mixed-precision kernel."""
     A, B = _operands("dot", a, b)
     if A.ndim == 0 or B.ndim == 0:
-        target = _out_target(out, out_dtype)
-        target = None if target is None else _check_target(np.dtype(target), "out_dtype")
-        A16, B16 = _as_bf16(A, "a"), _as_bf16(B, "b")
-        if target is None or target == _BF16:
-            res = np.multiply(A16, B16)      # one rounding of the exact product
+        # the result dtype np.dot gives: the promotion table, as for arrays
+        # (tests/test_linalg.py::test_dot_with_a_zero_d_operand_promotes_like_np_dot)
+        target = _out_target(out, out_dtype, "dot")
+        target = (_result_dtype(A, B) if target is None
+                  else _check_target(np.dtype(target), "out_dtype", "dot"))
+        A16, B16 = _as_bf16(A, "a", "dot"), _as_bf16(B, "b", "dot")
+        if target == _BF16 or _ml_bf16(target):
+            res = np.multiply(A16, B16).view(target)    # one rounding of the exact product
         else:                                 # the product of two bfloat16 is exact in float32
             res = np.multiply(A16.astype(np.float32), B16.astype(np.float32)).astype(target)
         return res if out is None else _copy_into(out, res)
-    if A.ndim <= 2 and B.ndim <= 2:
-        return matmul(A, B, out=out, out_dtype=out_dtype)
+    if B.ndim <= 2:
+        _not_aligned(A, B, -1, 0 if B.ndim == 1 else -2)
+        return _matmul(A, B, out, out_dtype, "dot")
     # dot(a, b)[i, j, k, m] = sum(a[i, j, :] * b[k, :, m])
-    if B.ndim == 1:
-        return matmul(A, B, out=out, out_dtype=out_dtype)
+    _not_aligned(A, B, -1, -2)
     Bm = np.moveaxis(B, -2, 0)  # (K, ..., N)
     K = Bm.shape[0]
-    if A.shape[-1] != K:
-        raise ValueError(f"shapes {A.shape} and {B.shape} not aligned: "
-                         f"{A.shape[-1]} (dim {A.ndim - 1}) != {K} (dim {B.ndim - 2})")
-    res = matmul(A.reshape(math.prod(A.shape[:-1]), K), Bm.reshape(K, math.prod(Bm.shape[1:])),
-                 out_dtype=_out_target(out, out_dtype))
+    res = _matmul(A.reshape(math.prod(A.shape[:-1]), K), Bm.reshape(K, math.prod(Bm.shape[1:])),
+                  None, _out_target(out, out_dtype, "dot"), "dot")
     res = res.reshape(A.shape[:-1] + Bm.shape[1:])
     return res if out is None else _copy_into(out, res)
 
@@ -336,12 +373,11 @@ def inner(a, b, *, out_dtype=None) -> np.ndarray:
     A, B = _operands("inner", a, b)
     if A.ndim == 0 or B.ndim == 0:
         return dot(A, B, out_dtype=out_dtype)
-    if A.shape[-1] != B.shape[-1]:
-        raise ValueError(f"shapes {A.shape} and {B.shape} not aligned: "
-                         f"{A.shape[-1]} (dim {A.ndim - 1}) != {B.shape[-1]} (dim {B.ndim - 1})")
+    # numpy's message names b with its last axis moved to the second-to-last place
+    _not_aligned(A, B if B.ndim == 1 else np.moveaxis(B, -1, -2), -1, 0 if B.ndim == 1 else -2)
     K = A.shape[-1]
-    res = matmul(A.reshape(math.prod(A.shape[:-1]), K), B.reshape(math.prod(B.shape[:-1]), K).T,
-                 out_dtype=out_dtype)
+    res = _matmul(A.reshape(math.prod(A.shape[:-1]), K), B.reshape(math.prod(B.shape[:-1]), K).T,
+                  None, out_dtype, "inner")
     res = res.reshape(A.shape[:-1] + B.shape[:-1])
     return res[()] if res.ndim == 0 else res     # a scalar, as np.inner gives
 
@@ -351,5 +387,4 @@ def vdot(a, b, *, out_dtype=None):
     A, B = (x.reshape(-1) for x in _operands("vdot", a, b))
     if A.size != B.size:
         raise ValueError(f"vdot: vectors have different sizes {A.size} and {B.size}")
-    return matmul(A, B, out_dtype=out_dtype)[()]
-
+    return _matmul(A, B, None, out_dtype, "vdot")[()]

@@ -24,7 +24,7 @@ static bf16_tier g_detected = BF16_TIER_BASELINE;
 static bf16_tier g_cap = (bf16_tier)(BF16_TIER_COUNT - 1);
 static bf16_tier g_tier = BF16_TIER_BASELINE;
 static const char *g_reason = "not probed";
-static char g_env[32] = "";
+static char g_env[128] = "";
 static int g_vbmi = 0;
 static int g_intel = 0;
 
@@ -158,8 +158,14 @@ int bf16_cpu_init(void)
     const char *env = getenv("BFLOAT16_DTYPE_ISA");
     int ok = 1;
     if (env != NULL && env[0] != '\0') {
-        strncpy(g_env, env, sizeof g_env - 1);
-        g_env[sizeof g_env - 1] = '\0';
+        /* as given, or its start and "..." when longer than the buffer (a name is short) */
+        size_t n = strlen(env);
+        if (n < sizeof g_env) {
+            memcpy(g_env, env, n + 1);
+        } else {
+            memcpy(g_env, env, sizeof g_env - 4);
+            memcpy(g_env + sizeof g_env - 4, "...", 4);
+        }
         int t = bf16_tier_from_name(env);
         ok = t >= 0;
         if (ok) g_cap = (bf16_tier)t;

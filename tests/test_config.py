@@ -105,6 +105,12 @@ def test_unknown_tier_is_a_clear_error():
     out = run_with_isa("avx1024", "import bfloat16_dtype")
     assert out.returncode != 0
     assert "ValueError" in out.stderr and "'avx1024'" in out.stderr and "BFLOAT16_DTYPE_ISA" in out.stderr
+    # a long value is named in full up to 124 characters, then "..." (once cut at 31)
+    long = "x" * 100
+    out = run_with_isa(long, "import bfloat16_dtype")
+    assert out.returncode != 0 and repr(long) in out.stderr
+    out = run_with_isa("y" * 300, "import bfloat16_dtype")
+    assert out.returncode != 0 and repr("y" * 124 + "...") in out.stderr
 
 
 def test_show_config_prints_every_component():

@@ -913,6 +913,11 @@ def test_default_num_threads_from_environment(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=tmp_path).stdout
     assert out.strip() == "3"
+    # leading zeros: the kernel's strtol reads 3, and no warning says otherwise
+    env["BFLOAT16_DTYPE_NUM_THREADS"] = "0" * 20 + "3"
+    run = subprocess.run([sys.executable, "-W", "error", "-c", code], env=env, capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.strip() == "3", run.stderr[-500:]
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "abc", "2000", "1_0", "\u0663", "1e2", "9" * 5000])
@@ -1105,3 +1110,66 @@ def test_vector_products_and_out_rules():
     np.testing.assert_array_equal(np.asarray(out, np.float32), np.asarray(matmul(a, b), np.float32))
     with pytest.raises(TypeError, match="real numeric"):
         matmul(np.zeros((2, 2), "V2"), np.ones((2, 2), bfloat16))
+
+
+@pytest.mark.parametrize("other", [np.float32(2.5), np.float64(2.5), 2.5, 3, np.int8(3),
+                                   np.array(2.5, np.float32), np.float16(2.5)])
+def test_dot_with_a_zero_d_operand_promotes_like_np_dot(other):
+    """bd.dot/bd.inner with a 0-d operand give np.dot's result dtype (the promotion table, as
+    with arrays); the value is the exact product rounded once in that dtype."""
+    x = np.array([1.5, -3.0, 0.1], bfloat16)
+    want = np.dot(x, other)                     # numpy's own entry point, our promotion
+    for f in (bd.dot, bd.inner):
+        for got in (f(x, other), f(other, x)):
+            assert got.dtype == want.dtype, (f, other, got.dtype, want.dtype)
+            exact = x.astype(np.float64) * float(other)
+            assert np.array_equal(got.astype(np.float64), exact.astype(want.dtype).astype(np.float64))
+
+
+def test_ml_dtypes_targets_and_matrix_outputs():
+    """An ml_dtypes bfloat16 out= receives the product's bits and out_dtype=ml_dtypes.bfloat16
+    gives such an array, as np.matmul writes them; an np.matrix out= is filled as np.matmul
+    fills it (once refused through a private function's 3-D message)."""
+    a = np.array([[1.0, 2.0], [3.0, 4.5]], bfloat16)
+    want = bits_of(np.matmul(a, a))
+    for f in (bd.matmul, bd.dot):
+        m = np.matrix(np.zeros((2, 2), bfloat16))
+        assert f(a, a, out=m) is m and bits_of(np.asarray(m)).tolist() == want.tolist()
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for f in (bd.matmul, bd.dot):
+        out = np.zeros((2, 2), ml_dtypes.bfloat16)
+        assert f(a, a, out=out) is out
+        assert out.view(np.uint16).tolist() == want.tolist()
+        r = f(a, a, out_dtype=ml_dtypes.bfloat16)
+        assert r.dtype == np.dtype(ml_dtypes.bfloat16) and r.view(np.uint16).tolist() == want.tolist()
+    v = np.array([1.0, 2.0], bfloat16)
+    out = np.zeros(2, ml_dtypes.bfloat16)
+    assert bd.matvec(a, v, out=out) is out
+    assert out.view(np.uint16).tolist() == bits_of(np.matmul(a, v)).tolist()
+    r = bd.dot(a[0, 0], v, out_dtype=ml_dtypes.bfloat16)
+    assert r.dtype == np.dtype(ml_dtypes.bfloat16) and r.astype(np.float32).tolist() == [1.0, 2.0]
+
+
+def test_errors_name_the_function_called():
+    """Shape and type errors of dot/inner/matvec/vecmat/vdot name that function, with numpy's
+    wording for it (np.dot's "not aligned", the gufunc signature of np.matvec)."""
+    h = np.ones((2, 3), np.float16)
+    x = np.ones((2, 3), bfloat16)
+    cases = [(bd.dot, np.dot, (x, x), (h, h)), (bd.dot, np.dot, (x[0], x[0, :2]), (h[0], h[0, :2])),
+             (bd.inner, np.inner, (x, x[:, :2]), (h, h[:, :2])),
+             (bd.inner, np.inner, (x, np.ones((4, 5, 2), bfloat16)), (h, np.ones((4, 5, 2), np.float16)))]
+    if HAS_MATVEC:
+        cases += [(bd.matvec, np.matvec, (x, x[0, :2]), (h, h[0, :2])),
+                  (bd.vecmat, np.vecmat, (x[0, :2], x.T), (h[0, :2], h.T))]
+    for ours, theirs, args, hargs in cases:
+        with pytest.raises(ValueError) as want:
+            theirs(*hargs)
+        with pytest.raises(ValueError) as got:
+            ours(*args)
+        assert str(got.value) == str(want.value)
+    for f, args in ((bd.dot, (x, x.T)), (bd.matvec, (x, x[0])), (bd.vecmat, (x[:, 0], x)),
+                    (bd.inner, (x, x)), (bd.vdot, (x, x))):
+        with pytest.raises(TypeError, match=f"^{f.__name__}: b must be a real numeric array"):
+            f(args[0], np.asarray(args[1], object))
+    with pytest.raises(TypeError, match="^dot: out must be a numpy array"):
+        bd.dot(x, x.T, out=[0])
