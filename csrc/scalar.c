@@ -656,14 +656,32 @@ bf16_scalar_as_integer_ratio(PyObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 bf16_scalar_item(PyObject *self, PyObject *args)
 {
-    if (PyTuple_GET_SIZE(args) > 1 ||
-            (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) != Py_None &&
-             !(PyLong_Check(PyTuple_GET_ITEM(args, 0)) &&
-               PyLong_AsLong(PyTuple_GET_ITEM(args, 0)) == 0))) {
-        PyErr_SetString(PyExc_ValueError, "can only convert an array of size 1 to a Python scalar");
+    if (PyTuple_GET_SIZE(args) == 0) {
+        return bf16_scalar_float(self);
+    }
+    /* indices: numpy's rules for a size-1 array, as np.float16(x).item(-1) follows them
+       (tests/test_scalar.py::test_item_takes_indices_like_float16) */
+    PyObject *item = PyObject_GetAttrString((PyObject *)&PyGenericArrType_Type, "item");
+    if (item == NULL) {
         return NULL;
     }
-    return bf16_scalar_float(self);
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *call = PyTuple_New(n + 1);
+    if (call == NULL) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(call, 0, self);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        Py_INCREF(a);
+        PyTuple_SET_ITEM(call, i + 1, a);
+    }
+    PyObject *r = PyObject_Call(item, call, NULL);
+    Py_DECREF(call);
+    Py_DECREF(item);
+    return r;
 }
 
 static PyObject *

@@ -774,3 +774,24 @@ def test_constructor_takes_torch_tensors():
     assert type(bfloat16(torch.tensor(3.0))) is bfloat16
     with pytest.raises((TypeError, RuntimeError, ValueError)):
         bfloat16(torch.tensor([1.5, 2.5], dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("args", [(), (0,), (-1,), ((0,),), ((),), (np.intp(0),), (1,), (-2,),
+                                  (None,), (False,), ("abc",), (0, 0), (2 ** 70,), (1.0,)])
+def test_item_takes_indices_like_float16(args):
+    """x.item(*args) follows numpy's index rules for a size-1 array, as np.float16's does (it
+    once refused -1, (0,) and np.intp(0), and took None and False): the same value (exact, -0.0
+    kept) or the same exception type and message."""
+    for value in (1.5, -0.0, 2.0 ** -133):
+        h, x = np.float16(value), bfloat16(value)
+        try:
+            want = h.item(*args)
+        except Exception as exc:  # noqa: BLE001 - the reference's own exception
+            with pytest.raises(type(exc)) as got:
+                x.item(*args)
+            assert str(got.value) == str(exc)
+            continue
+        got = x.item(*args)
+        assert type(got) is float and type(want) is float
+        assert math.copysign(1, got) == math.copysign(1, value)
+        assert got == float(np.float32(value).astype(bfloat16).astype(np.float64))
