@@ -785,6 +785,47 @@ def test_copysign_every_layout():
         assert np.array_equal(bits(buf[1:]), want)
 
 
+def test_heaviside_every_layout():
+    """heaviside of every bit pattern against shuffles of every bit pattern, and against one
+    value (np.heaviside(x, 0.5)), equals float32's heaviside of the exact widenings, with x
+    itself (quiet) for a NaN x and a NaN h0 made quiet; "invalid" exactly for a signalling NaN
+    x; for contiguous, tail-length, strided, in-place and overlapping operands."""
+    def want_of(xb, hb):
+        with np.errstate(all="ignore"):
+            r = np.heaviside(exact_f32(xb), exact_f32(hb))
+        r = (r.view(np.uint32) >> 16).astype(np.uint16)
+        r = quiet(np.where((xb & 0x7FFF) == 0, hb, r))
+        return np.where((xb & 0x7FFF) > 0x7F80, quiet(xb), r).astype(np.uint16)
+
+    a, b = A_BITS.view(BF16), B_BITS.view(BF16)
+    want = want_of(A_BITS, B_BITS)
+    finite = ~is_snan_bits(A_BITS)
+    with np.errstate(all="raise"):
+        assert np.array_equal(bits(np.heaviside(a[finite], b[finite])), want[finite])
+        for n in LENGTHS:
+            sel = np.flatnonzero(finite)[3:3 + n]
+            got = bits(np.heaviside(a[sel], b[sel]))
+            assert np.array_equal(got, want[sel]), n
+        for h in (0.5, -0.0, np.nan, np.inf):
+            hb = np.full(A_BITS.size, np.array(h, np.float32).astype(BF16).view(np.uint16))
+            got = bits(np.heaviside(a[finite], bfloat16(h)))
+            assert np.array_equal(got, want_of(A_BITS, hb)[finite]), h
+        x = a[finite].copy()
+        np.heaviside(x, b[finite], out=x)
+        assert np.array_equal(bits(x), want[finite])
+    assert np.array_equal(bits(np.heaviside(a[::3], b[::3])), want[::3])
+    buf = np.zeros(a.size + 1, BF16)
+    buf[:-1] = a
+    with np.errstate(invalid="ignore"):
+        np.heaviside(buf[:-1], b, out=buf[1:])
+    assert np.array_equal(bits(buf[1:]), want)
+    snan = A_BITS[is_snan_bits(A_BITS)][:40].view(BF16)
+    for f in (lambda v: np.heaviside(v, bfloat16(0.5)), lambda v: np.heaviside(v, v),
+              lambda v: np.heaviside(v[::2], bfloat16(0.5))):
+        assert warning_kinds(f, snan) == ["invalid value"]
+        assert warning_kinds(f, a[finite][:4000]) == []
+
+
 @pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
 def test_logical_every_layout(name):
     """logical_and/or/xor of every bit pattern against shuffles of every bit pattern equal

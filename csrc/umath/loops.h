@@ -454,6 +454,7 @@ template <class Tier, bool IsMax, bool Propagates, int Scalar>
 uint16_t twin_minmax_pairs(const char *a, const char *b, char *o, npy_intp n);
 template <class Tier, class Op> void twin_predicate(const char *in, npy_bool *o, npy_intp n);
 template <class Tier> void twin_copysign(const char *a, const char *b, char *o, npy_intp n);
+template <class Tier> uint16_t twin_heaviside(const char *a, const char *b, char *o, npy_intp n);
 template <class Tier, class Op>
 uint16_t twin_logical(const char *a, const char *b, npy_bool *o, npy_intp n);
 #define BF16_LOGICALS(X) X(LogicalAnd) X(LogicalOr) X(LogicalXor)
@@ -509,6 +510,20 @@ static void predicate_contig(const char *in, npy_bool *o, npy_intp n)
 static inline void copysign_contig(const char *a, const char *b, char *o, npy_intp n)
 {
     BF16_ORDER_DISPATCH(twin_copysign, (), portable_order::copysign_scan, a, b, o, n);
+}
+
+static inline uint16_t heaviside_scan(const char *a, const char *b, char *o, npy_intp n)
+{
+    BF16_ORDER_DISPATCH(twin_heaviside, (), portable_order::heaviside_scan, a, b, o, n);
+}
+
+/* heaviside of contiguous runs, integer-only: the float functor's branches mispredicted half
+ * the time on random signs (README, "Speed: how the loops are built") */
+static inline void heaviside_contig(const char *a, const char *b, char *o, npy_intp n)
+{
+    if (heaviside_scan(a, b, o, n)) {
+        std::feraiseexcept(FE_INVALID);
+    }
 }
 
 template <class Op>
@@ -875,6 +890,21 @@ static void binary_bits_loop(char **args, npy_intp const *dims, npy_intp const *
     if constexpr (std::is_same<Op, Copysign>::value) {
         if (steps[0] == 2 && steps[1] == 2 && steps[2] == 2) {
             copysign_contig(a, b, o, n);
+            return;
+        }
+    }
+    if constexpr (std::is_same<Op, Heaviside>::value) {
+        if (steps[0] == 2 && steps[1] == 2 && steps[2] == 2) {
+            heaviside_contig(a, b, o, n);
+            return;
+        }
+        if (steps[0] == 2 && steps[1] == 0 && steps[2] == 2) { /* np.heaviside(x, 0.5) */
+            bf16_t h0[512];
+            bf16_t v = ld(b);
+            for (int j = 0; j < 512; j++) h0[j] = v;
+            for (npy_intp i = 0; i < n; i += 512) {
+                heaviside_contig(a + 2 * i, (const char *)h0, o + 2 * i, n - i < 512 ? n - i : 512);
+            }
             return;
         }
     }

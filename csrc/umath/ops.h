@@ -180,11 +180,18 @@ struct Arctan2 {
 };
 
 struct Hypot { static float f(float a, float b) { return std::hypot(a, b); } };
+/* 0 below zero, 1 above, h0 at either zero (quiet if a NaN), x (quiet) for a NaN x, which
+ * raises "invalid" if signalling, as a float comparison x != x does; exact, so on the bits
+ * (heaviside_scan in order_scan.h is the contiguous form) */
 struct Heaviside {
-    static float f(float x, float h0)
+    static bf16_t bits(bf16_t x, bf16_t h0)
     {
-        if (x != x) return x;
-        return std::isless(x, 0.0f) ? 0.0f : (std::isgreater(x, 0.0f) ? 1.0f : h0);
+        if (bf16_isnan(x)) {
+            if (!(x & 0x0040u)) std::feraiseexcept(FE_INVALID);
+            return (bf16_t)(x | 0x0040u);
+        }
+        if (!(x & BF16_ABS)) return bf16_isnan(h0) ? (bf16_t)(h0 | 0x0040u) : h0;
+        return (x & BF16_SIGN) ? (bf16_t)0 : (bf16_t)0x3f80u;
     }
 };
 /* In float64: a - b cannot overflow (max - (-max) would in float32) and the result is

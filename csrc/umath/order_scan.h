@@ -192,6 +192,27 @@ static void copysign_scan(const char *a, const char *b, char *o, npy_intp n)
     }
 }
 
+/* heaviside over contiguous runs, on the bits: 0 below zero, 1 above, h0 at either zero, x
+ * itself (quiet) for a NaN x, a NaN h0 quiet too: Heaviside::bits (ops.h) of each pair. Returns
+ * 0x40 if an x was a signalling NaN ("invalid", as the float comparison x != x raises it). */
+static uint16_t heaviside_scan(const char *a, const char *b, char *o, npy_intp n)
+{
+    uint16_t any_snan = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        bf16_t x, h0;
+        memcpy(&x, a + 2 * i, 2);
+        memcpy(&h0, b + 2 * i, 2);
+        uint16_t xnan = nan_mask(x), zero = (uint16_t)(0u - (unsigned)((x & 0x7fffu) == 0));
+        any_snan |= xnan & (uint16_t)~x;
+        uint16_t step = (uint16_t)(0x3f80u & (uint16_t)((x >> 15) - 1u)); /* 1.0 unless negative */
+        uint16_t h = (uint16_t)(h0 | (nan_mask(h0) & 0x40u));
+        uint16_t r = (uint16_t)((zero & h) | (~zero & step));
+        r = (uint16_t)((xnan & (x | 0x40u)) | (~xnan & r));
+        memcpy(o + 2 * i, &r, 2);
+    }
+    return any_snan & 0x0040u;
+}
+
 /* logical_and/or/xor of contiguous runs on "is nonzero" (NaN included). Returns 0x40 if an
  * element of either operand was a signalling NaN. */
 template <class Op>

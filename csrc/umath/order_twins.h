@@ -69,6 +69,12 @@ template <class Tier> void twin_copysign(const char *a, const char *b, char *o, 
 }
 template void twin_copysign<BF16_ORDER_TIER>(const char *, const char *, char *, npy_intp);
 
+template <class Tier> uint16_t twin_heaviside(const char *a, const char *b, char *o, npy_intp n)
+{
+    return tier_order::heaviside_scan(a, b, o, n);
+}
+template uint16_t twin_heaviside<BF16_ORDER_TIER>(const char *, const char *, char *, npy_intp);
+
 template <class Tier, class Op>
 uint16_t twin_logical(const char *a, const char *b, npy_bool *o, npy_intp n)
 {

@@ -44,7 +44,7 @@ static const LoopDef loop_table[] = {
     BIN("subtract", Subtract), BIN("divide", Divide), BIN("power", Power),
     BIN("floor_divide", FloorDivide), BIN("remainder", Remainder), BIN("fmod", Fmod),
     BIN("maximum", Maximum), BIN("minimum", Minimum), BIN("fmax", Fmax), BIN("fmin", Fmin),
-    BIN("arctan2", Arctan2), BIN("hypot", Hypot), BIN("heaviside", Heaviside),
+    BIN("arctan2", Arctan2), BIN("hypot", Hypot), BINBITS("heaviside", Heaviside),
     BIN("logaddexp", Logaddexp), BIN("logaddexp2", Logaddexp2),
     BINBITS("copysign", Copysign), BINBITS("nextafter", Nextafter),
     CMP("equal", Equal), CMP("not_equal", NotEqual), CMP("less", Less),
