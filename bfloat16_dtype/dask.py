@@ -22,7 +22,9 @@ import dask.array as da
 import numpy as np
 
 from ._ext import bfloat16
+from .interop import _dtype_text, _view_ml_bfloat16
 from .linalg import matmul as _matmul_np
+from .numerics import _axis
 
 __all__ = ["matmul", "sum", "mean"]
 
@@ -34,8 +36,12 @@ def _as_dask(x: Any, name: str) -> da.Array:
     arr = x if isinstance(x, da.Array) else da.asarray(x)
     if arr.dtype.type is bfloat16 and not arr.dtype.isnative:
         arr = arr.astype(_BF16)          # byte-swapped: NumPy's own functions take it too
+    elif arr.dtype != _BF16 and _view_ml_bfloat16(np.empty(0, arr.dtype)).dtype == _BF16:
+        # ml_dtypes' bfloat16: the same bits, a view of each chunk, as the numerics helpers
+        # take it (tests/test_dask.py::test_ml_dtypes_input)
+        arr = arr.view(_BF16)
     if arr.dtype != _BF16:
-        raise TypeError(f"{name} must have dtype bfloat16_dtype.bfloat16, got {arr.dtype!r}")
+        raise TypeError(f"{name} must have dtype bfloat16_dtype.bfloat16, got {_dtype_text(arr.dtype)}")
     return arr
 
 
@@ -46,9 +52,19 @@ def _block_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _out_dtype(out_dtype) -> np.dtype:
     dt = _BF16 if out_dtype is None else np.dtype(out_dtype)
-    if dt not in (_BF16, _F32):
-        raise TypeError(f"out_dtype must be bfloat16 or float32, got {out_dtype!r}")
+    if dt not in (_BF16, _F32) and _view_ml_bfloat16(np.empty(0, dt)).dtype != _BF16:
+        raise TypeError(f"out_dtype must be bfloat16 or float32, got {_dtype_text(dt)}")
     return dt
+
+
+def _as_target(total: da.Array, target: np.dtype) -> da.Array:
+    """The float32 result as `target`: kept, or rounded once to bfloat16, viewed as ml_dtypes'
+    bfloat16 when that was asked for, as linalg.matmul's out_dtype gives it
+    (tests/test_dask.py::test_ml_dtypes_input)."""
+    if target == _F32:
+        return total
+    out = total.astype(_BF16)
+    return out if target == _BF16 else out.view(target)
 
 
 def matmul(a: Any, b: Any, *, out_dtype=None, split_every: int | None = None) -> da.Array:
@@ -74,7 +90,7 @@ def matmul(a: Any, b: Any, *, out_dtype=None, split_every: int | None = None) ->
     partial = da.blockwise(_block_product, "ikj", a, "ik", b, "kj", dtype=_F32,
                            adjust_chunks={"k": 1}, meta=np.empty((0, 0, 0), _F32))
     total = partial.sum(axis=1, dtype=_F32, split_every=split_every)
-    return total if target == _F32 else total.astype(_BF16)
+    return _as_target(total, target)
 
 
 def _chunk_sum(x: np.ndarray, axis=None, keepdims=False, **kwargs) -> np.ndarray:
@@ -87,22 +103,23 @@ def _sum_f32(x: da.Array, axis, keepdims: bool, split_every) -> da.Array:
                         concatenate=True, meta=np.empty((0,) * x.ndim, _F32))
 
 
+def _divide(total: np.ndarray, count: np.ndarray):
+    """The float32 mean from a sum and a count computed with it; NaN where the count is 0. A
+    0-d result is a NumPy scalar, as with known chunk sizes and dask's own x.mean()
+    (tests/test_dask.py::test_mean_with_unknown_chunk_sizes)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.divide(total, count, dtype=_F32)
+
+
 def _normalize_axis(axis, ndim: int) -> tuple[int, ...]:
+    axis = _axis(axis)     # as numerics and np.sum take it (a 0-d integer array too)
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)):
-        axes = (axis,)
-    elif isinstance(axis, (tuple, list)):
-        axes = tuple(axis)
-    else:
-        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
     out = []
-    for ax in axes:
-        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
-            raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
-        if not -ndim <= int(ax) < ndim:
-            raise np.exceptions.AxisError(int(ax), ndim)
-        out.append(int(ax) % ndim)
+    for ax in (axis,) if isinstance(axis, int) else axis:
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(ax, ndim)
+        out.append(ax % ndim)
     return tuple(out)
 
 
@@ -113,7 +130,7 @@ def sum(x: Any, axis: int | Sequence[int] | None = None, *, keepdims: bool = Fal
     x = _as_dask(x, "x")
     target = _out_dtype(out_dtype)
     total = _sum_f32(x, _normalize_axis(axis, x.ndim), keepdims, split_every)
-    return total if target == _F32 else total.astype(_BF16)
+    return _as_target(total, target)
 
 
 def mean(x: Any, axis: int | Sequence[int] | None = None, *, keepdims: bool = False,
@@ -129,11 +146,11 @@ def mean(x: Any, axis: int | Sequence[int] | None = None, *, keepdims: bool = Fa
         # (tests/test_dask.py::test_mean_with_unknown_chunk_sizes)
         ones = x.map_blocks(lambda b: np.ones(b.shape, np.int64), dtype=np.int64)
         count = ones.sum(axis=axes, keepdims=keepdims, split_every=split_every)
-        m = da.where(count > 0, total / count.astype(np.float32), np.float32(np.nan))
-        return m if target == _F32 else m.astype(_BF16)
+        m = da.map_blocks(_divide, total, count, dtype=_F32)
+        return _as_target(m, target)
     count = 1
     for ax in axes:
         count *= x.shape[ax]
     with np.errstate(invalid="ignore", divide="ignore"):
         m = total / np.float32(count) if count else total * np.float32(np.nan)
-    return m if target == _F32 else m.astype(_BF16)
+    return _as_target(m, target)

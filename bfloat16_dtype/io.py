@@ -249,6 +249,9 @@ def load_safetensors(path: "str | os.PathLike[str]", *, mmap: bool = False,
     point past the end raise ``ValueError`` naming the problem. ``mmap=True`` maps the file
     read-only instead of reading it. ``with_metadata=True`` returns ``(tensors, metadata)``.
     """
+    # an int would be opened as a file descriptor, read through and closed; 0 blocks on stdin
+    # (tests/test_io_safetensors.py::test_load_refuses_file_descriptors)
+    path = os.fspath(path)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
@@ -297,9 +300,12 @@ _PATH_TYPES = (str, bytes, os.PathLike)
 
 
 def _file_arg(file, needs: str, what: str):
-    """`file` as given when it is a path or has the file method `needs`, else a TypeError that
-    names it (tests/test_io_npy.py::test_bad_file_arguments_raise_type_error)."""
-    if not isinstance(file, _PATH_TYPES) and not hasattr(file, needs):
+    """A path as a str (zipfile and np.save take a bytes path for a file object), a file object
+    with the method `needs` as given, else a TypeError that names it
+    (tests/test_io_npy.py::test_bad_file_arguments_raise_type_error, ::test_bytes_paths)."""
+    if isinstance(file, _PATH_TYPES):
+        return os.fsdecode(file)
+    if not hasattr(file, needs):
         raise TypeError(f"{what}: file must be a path or a file object with .{needs}(), got "
                         f"{type(file).__name__}")
     return file
@@ -307,21 +313,20 @@ def _file_arg(file, needs: str, what: str):
 
 def _with_suffix(file, suffix: str):
     """A path without `suffix` gets it, as np.save/np.savez do; open files pass through."""
-    if not isinstance(file, _PATH_TYPES):
+    if not isinstance(file, str):
         return file
-    file = os.fspath(file)
-    end = suffix if isinstance(file, str) else suffix.encode()
-    return file if file.endswith(end) else file + end
+    return file if file.endswith(suffix) else file + suffix
 
 
 def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
     """Save an array to .npy; a bfloat16 array (ours or ml_dtypes') is stored as its uint16
     bits with a marker that :func:`load` reads. Other arrays are passed to ``np.save``."""
     arr = np.asanyarray(arr)
+    file = _file_arg(file, "write", "save")
     if not _is_bfloat16(arr.dtype):
         np.save(file, arr, allow_pickle=False)
         return
-    file = _with_suffix(_file_arg(file, "write", "save"), ".npy")
+    file = _with_suffix(file, ".npy")
     bits = _le_bits(arr)
     d = f"{{'descr': '<u2', 'fortran_order': False, 'shape': {tuple(bits.shape)!r}, }} {_NPY_MARK}"
     version, lenbytes = (1, 0), 2
@@ -329,7 +334,7 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
         version, lenbytes = (2, 0), 4
     pad = -(len(_MAGIC) + 2 + lenbytes + len(d) + 1) % 64
     header = (d + " " * pad + "\n").encode("latin1")
-    own = isinstance(file, _PATH_TYPES)
+    own = isinstance(file, str)
     f = open(file, "wb") if own else file
     try:
         f.write(_MAGIC + bytes(version) + len(header).to_bytes(lenbytes, "little") + header)
@@ -356,7 +361,8 @@ def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = Non
     which would truncate the file, is refused)."""
     if mmap_mode not in (None, "r", "r+", "c", "readonly", "readwrite", "copyonwrite"):
         raise ValueError(f"load: mmap_mode must be None, 'r', 'r+' or 'c', got {mmap_mode!r}")
-    own = isinstance(_file_arg(file, "read", "load"), _PATH_TYPES)
+    file = _file_arg(file, "read", "load")
+    own = isinstance(file, str)
     f = open(file, "rb") if own else file
     try:
         start = f.tell()
@@ -373,7 +379,7 @@ def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = Non
 
 
 def _load_npy(file, mmap_mode):
-    own = isinstance(file, _PATH_TYPES)
+    own = isinstance(file, str)
     f = open(file, "rb") if own else file
     try:
         start = f.tell()

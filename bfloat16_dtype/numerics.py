@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ._ext import bfloat16
-from .interop import _dtype_text, _read_as_ours
+from .interop import _dtype_text, _read_as_ours, _view_ml_bfloat16
 
 __all__ = ["round", "around", "sum", "mean", "var", "std"]
 
@@ -52,14 +52,18 @@ def _as_bf16_input(x: Any, name: str = "x") -> np.ndarray:
 
 def _finish(result: np.ndarray, out: Optional[np.ndarray]):
     """Round a float32/float64 result to bfloat16 once; write into `out` if given (of the
-    result's shape, as NumPy's reductions require)."""
+    result's shape, as NumPy's reductions require). `out` may be ml_dtypes' bfloat16, written
+    through a view of ours, or byte-swapped, as np.sum's out= takes them
+    (tests/test_numerics.py::test_out_of_ml_dtypes, ::test_out_byte_swapped)."""
     if out is not None:
-        if not isinstance(out, np.ndarray) or out.dtype != _BF16:
-            raise TypeError(f"out must be a bfloat16 ndarray, got {type(out).__name__} "
-                            f"with dtype {getattr(out, 'dtype', None)}")
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a bfloat16 ndarray, got {type(out).__name__}")
+        target = _view_ml_bfloat16(out)
+        if target.dtype.type is not bfloat16:
+            raise TypeError(f"out must be a bfloat16 ndarray, got dtype {_dtype_text(out.dtype)}")
         if out.shape != np.shape(result):
             raise ValueError(f"out has shape {out.shape}, expected {np.shape(result)}")
-        np.copyto(out, np.asarray(result).astype(_BF16), casting="unsafe")
+        np.copyto(target, np.asarray(result).astype(_BF16), casting="unsafe")
         return out
     r = np.asarray(result).astype(_BF16)
     return r[()] if r.ndim == 0 else r
@@ -183,9 +187,21 @@ def _accumulator(a: np.ndarray) -> type:
 
 
 def _axis(axis: Axis):
-    if axis is None or isinstance(axis, (int, np.integer)):
-        return axis
+    """`axis` as np.sum takes it: None, an integer (anything with __index__, a 0-d integer
+    array too) or a sequence of them; bools, floats and text raise TypeError (bytes were once
+    read as the axes of their byte values; tests/test_numerics.py::test_axis_as_numpy_takes_it).
+    The dask helpers check their axis here too."""
+    if axis is None:
+        return None
+    one = isinstance(axis, (str, bytes)) or not np.iterable(axis)
     try:
-        return tuple(operator.index(a) for a in axis)
+        axes = tuple(_index(a) for a in ((axis,) if one else axis))
     except TypeError:
         raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}") from None
+    return axes[0] if one else axes
+
+
+def _index(a) -> int:
+    if isinstance(a, (bool, np.bool_)):     # np.sum refuses them; operator.index takes True
+        raise TypeError("a bool is not an axis")
+    return operator.index(a)

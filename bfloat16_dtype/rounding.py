@@ -71,7 +71,7 @@ def to_bfloat16(
 
     Parameters
     ----------
-    x : array_like of float32 or float64
+    x : array_like of float32 or float64 (either byte order)
         Other dtypes raise TypeError (convert them explicitly first; bfloat16 input is
         already rounded).
     rounding : {"nearest_even", "toward_zero", "stochastic"}
@@ -112,9 +112,13 @@ def to_bfloat16(
     if not isinstance(flush_subnormals, (bool, np.bool_)):
         raise TypeError(f"to_bfloat16: flush_subnormals must be a bool, got {flush_subnormals!r}")
     arr = np.asarray(x)
+    if not arr.dtype.isnative:
+        # byte-swapped: a native copy, as astype(bfloat16) reads it (the kernel reads native
+        # order only; tests/test_rounding.py::test_byte_swapped_input)
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype not in _SOURCES:
         raise TypeError(
-            f"to_bfloat16: x must be float32 or float64, got dtype {arr.dtype} "
+            f"to_bfloat16: x must be float32 or float64, got dtype {_dtype_text(arr.dtype)} "
             "(convert it with .astype(np.float32) first)"
         )
     if out is not None:

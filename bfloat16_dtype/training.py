@@ -13,7 +13,7 @@ float32's range and normally needs no scaling).
 >>> grads = [np.ones((2, 2), bfloat16)]      # from a backward pass in bfloat16
 >>> opt.step(grads); master.refresh()
 >>> print(master.masters[0][0, 0], master.working[0][0, 0], master.working[0].dtype)
-0.49899998 0.5 bfloat16
+0.49899998 0.498 bfloat16
 
 Without masters, round each update with stochastic rounding (:class:`SGD` or :class:`Adam`
 on bfloat16 parameters with ``rounding="stochastic"``): updates far below the spacing of the
@@ -57,7 +57,8 @@ def _finite_one(a: np.ndarray) -> bool:
             raise TypeError(f"all_finite: cannot test values of dtype {a.dtype!r} for inf "
                             "and NaN") from None
     uint, mask = spec
-    flat = a.reshape(-1).view(uint)
+    # np.asarray: a matrix stays 2-D under reshape(-1) (tests/test_training.py::test_matrices)
+    flat = np.asarray(a).reshape(-1).view(uint)
     buf = np.empty(min(flat.size, _CHUNK), uint)
     for start in range(0, flat.size, _CHUNK):
         part = flat[start:start + _CHUNK]
@@ -101,6 +102,17 @@ def _check_positive(name: str, value: float, owner: str) -> float:
     return value
 
 
+def _check_scale(name: str, value: float, owner: str) -> float:
+    """A loss scale whose float32 reciprocal, by which unscale multiplies, is a normal number:
+    beyond [2**-126, 2**126] it overflowed (NaN and inf gradients) or lost bits as a subnormal
+    (tests/test_training.py::test_loss_scaler_scales_within_float32)."""
+    value = _check_positive(name, value, owner)
+    if not 2.0**-126 <= value <= 2.0**126:
+        raise ValueError(f"{owner}: {name} must lie in [2**-126, 2**126], where its float32 "
+                         f"reciprocal is a normal number, got {value!r}")
+    return value
+
+
 class LossScaler:
     """Loss scaling for 16-bit gradients, static or dynamic.
 
@@ -110,7 +122,8 @@ class LossScaler:
 
     Dynamic scaling (the default) halves the scale (``backoff_factor``) on every step with a
     non-finite gradient and doubles it (``growth_factor``) after ``growth_interval`` clean steps
-    in a row, staying within ``[min_scale, max_scale]``. A static scaler (``dynamic=False``)
+    in a row, staying within ``[min_scale, max_scale]``. Scales must lie in ``[2**-126, 2**126]``,
+    where their float32 reciprocals are normal numbers. A static scaler (``dynamic=False``)
     keeps its scale but still reports non-finite gradients, so the step is skipped.
 
     >>> import numpy as np
@@ -134,11 +147,11 @@ class LossScaler:
         max_scale: float = 2.0**24,
     ) -> None:
         owner = "LossScaler"
-        init_scale = _check_positive("init_scale", init_scale, owner)
+        init_scale = _check_scale("init_scale", init_scale, owner)
         self.growth_factor = _check_positive("growth_factor", growth_factor, owner)
         self.backoff_factor = _check_positive("backoff_factor", backoff_factor, owner)
-        self.min_scale = _check_positive("min_scale", min_scale, owner)
-        self.max_scale = _check_positive("max_scale", max_scale, owner)
+        self.min_scale = _check_scale("min_scale", min_scale, owner)
+        self.max_scale = _check_scale("max_scale", max_scale, owner)
         if self.growth_factor < 1:
             raise ValueError(f"{owner}: growth_factor must be >= 1, got {growth_factor!r}")
         if self.backoff_factor > 1:
@@ -255,7 +268,9 @@ def _params_list(params: Sequence[np.ndarray], owner: str) -> List[np.ndarray]:
         if not isinstance(p, np.ndarray):
             raise TypeError(f"{owner}: params[{i}] must be a numpy array, got {type(p).__name__}")
         p = out[i] = _view_ml_bfloat16(p)   # updates go to the caller's memory all the same
-        if p.dtype not in (_F32, _BF16):
+        # either byte order: _write stores through NumPy's casts, as np.copyto does
+        # (tests/test_training.py::test_byte_swapped_params)
+        if p.dtype.newbyteorder("=") not in (_F32, _BF16):
             raise TypeError(
                 f"{owner}: params[{i}] must be float32 (master weights) or bfloat16 (pure "
                 f"bfloat16 training), got dtype {_dtype_text(p.dtype)}"
@@ -283,7 +298,7 @@ class _Optimizer:
 
     def __init__(self, params: Sequence[np.ndarray], rounding: str, rng: RngLike) -> None:
         self.params = _params_list(params, self._name)
-        has_bf16 = any(p.dtype == _BF16 for p in self.params)
+        has_bf16 = any(p.dtype.type is bfloat16 for p in self.params)
         if rounding not in ("nearest_even", "stochastic"):
             raise ValueError(
                 f"{self._name}: rounding must be 'nearest_even' or 'stochastic', got {rounding!r}"
@@ -300,6 +315,9 @@ class _Optimizer:
     def _grads(self, grads: Sequence[np.ndarray]) -> List[np.ndarray]:
         if isinstance(grads, np.ndarray):
             raise TypeError(f"{self._name}.step: grads must be a sequence of arrays, not one array")
+        if isinstance(grads, (str, bytes)):   # else each character counted as a gradient
+            raise TypeError(f"{self._name}.step: grads must be a sequence of arrays, got "
+                            f"{type(grads).__name__}")
         grads = list(grads)
         if len(grads) != len(self.params):
             raise ValueError(f"{self._name}.step: got {len(grads)} gradients for {len(self.params)} params")
@@ -308,21 +326,24 @@ class _Optimizer:
             if g is None:
                 raise TypeError(f"{self._name}.step: grads[{i}] is None")
             g = _read_as_ours(np.asarray(g))
-            if g.shape != p.shape:
-                raise ValueError(f"{self._name}.step: grads[{i}] has shape {g.shape}, params[{i}] has {p.shape}")
             if g.dtype.kind != "f" and g.dtype != _BF16:
                 raise TypeError(f"{self._name}.step: grads[{i}] must be a float array, got dtype "
                                 f"{_dtype_text(g.dtype)}")
+            if g.shape != p.shape:
+                raise ValueError(f"{self._name}.step: grads[{i}] has shape {g.shape}, params[{i}] has {p.shape}")
             out.append(g.astype(np.float32))  # always a copy: the update may work in place
         return out
 
     def _write(self, p: np.ndarray, new: np.ndarray) -> None:
         """Store the float32 result ``new`` in ``p``: exactly for float32, rounded for bfloat16."""
-        if p.dtype == _F32:
+        if p.dtype.type is np.float32:
             p[...] = new
         elif self.rounding == "stochastic":
             with np.errstate(over="ignore"):
-                to_bfloat16(new, "stochastic", rng=self._rng, out=p)
+                if p.dtype.isnative:
+                    to_bfloat16(new, "stochastic", rng=self._rng, out=p)
+                else:   # to_bfloat16 writes native order only
+                    p[...] = to_bfloat16(new, "stochastic", rng=self._rng)
         else:
             with np.errstate(over="ignore"):
                 np.copyto(p, new, casting="unsafe")

@@ -84,6 +84,11 @@ def test_mean_with_unknown_chunk_sizes(axis, keepdims):
     want = round_once(exact_f32(bits[keep]).astype(np.float64).mean(axis=axis, keepdims=keepdims)
                       .astype(np.float32).astype(np.float64))
     assert np.shape(got) == np.shape(want)
+    # a NumPy scalar when 0-d, as with known chunk sizes and dask's own mean (it was a 0-d array)
+    own = y.astype(np.float32).mean(axis=axis, keepdims=keepdims).compute()
+    assert type(bfd.mean(y, axis=axis, keepdims=keepdims, out_dtype=np.float32).compute()) \
+        is type(own)
+    assert isinstance(got, np.ndarray) == isinstance(own, np.ndarray)
     # float32 sum and division: at most one bfloat16 step from the float64 mean
     diff = np.abs(np.asarray(got, np.float64) - exact_f32(want).astype(np.float64))
     assert np.all(diff <= 2.0 ** (np.floor(np.log2(exact_f32(want).astype(np.float64))) - 7))
@@ -128,10 +133,55 @@ def test_argument_errors():
         bfd.sum(x, out_dtype=np.float64)
     with pytest.raises(np.exceptions.AxisError):
         bfd.mean(x, axis=2)
-    for bad in ("0", True, 1.0, (0, "1")):                 # as NumPy's reductions refuse them
+    for bad in ("0", True, 1.0, (0, "1"), b"\x01", np.array(1.0)):   # as NumPy's reductions
         with pytest.raises(TypeError, match="axis must be"):
             bfd.sum(x, axis=bad)
     assert np.isnan(float(bfd.mean(da.ones((0, 3), dtype=bfloat16, chunks=2)).compute()))
+
+
+def test_axis_takes_what_has_index():
+    """A 0-d integer array or np.int64 is an axis, as for np.sum (a 0-d array was refused)."""
+    bits = reference_round(np.arange(12, dtype=np.float32).reshape(3, 4))
+    x = da.from_array(bits.view(bfloat16), chunks=2)
+    ref = exact_f32(bits).astype(np.float64)
+    for axis in (np.array(1), np.int64(-1), (np.array(0), np.int32(1))):
+        got = bfd.sum(x, axis=axis).compute()
+        np.testing.assert_array_equal(np.asarray(got, np.float64), ref.sum(axis=axis))
+        got = bfd.mean(x, axis=axis, out_dtype=np.float32).compute()
+        np.testing.assert_allclose(got, ref.mean(axis=axis), rtol=1e-7)
+
+
+def test_ml_dtypes_input(client):
+    """ml_dtypes' bfloat16 dask arrays are read as ours (the same bits; they were refused as
+    "got dtype(bfloat16)"), on the workers too, and out_dtype=ml_dtypes.bfloat16 gives such an
+    array, as linalg.matmul does; other dtypes are refused."""
+    names = ("bfloat16", np.dtype(bfloat16).char)
+    before = {k: np.sctypeDict.get(k) for k in names}   # importing ml_dtypes takes the name
+    try:
+        ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
+        bits = reference_round(np.random.default_rng(8).uniform(0, 4, (60, 50)).astype(np.float32))
+        x = da.from_array(bits.view(ml_dtypes.bfloat16), chunks=(25, 20))
+        ref = exact_f32(bits).astype(np.float64)
+        got = bfd.sum(x, axis=0).compute()
+        assert got.dtype == np.dtype(bfloat16)
+        np.testing.assert_array_equal(got.view(np.uint16), round_once(ref.sum(axis=0)))
+        np.testing.assert_allclose(bfd.mean(x, out_dtype=np.float32).compute(), ref.mean(), rtol=1e-6)
+        prod = bfd.matmul(x, x.T, out_dtype=np.float32).compute()
+        np.testing.assert_allclose(prod, ref @ ref.T, rtol=1e-6)
+        for fn in (bfd.sum, bfd.mean):
+            ml = fn(x, axis=0, out_dtype=ml_dtypes.bfloat16)
+            assert ml.dtype == np.dtype(ml_dtypes.bfloat16)
+            got = ml.compute()
+            assert got.dtype == np.dtype(ml_dtypes.bfloat16)
+            want = getattr(ref, fn.__name__)(axis=0)
+            np.testing.assert_allclose(got.astype(np.float64), want, rtol=2.0**-8)
+        assert bfd.matmul(x, x.T, out_dtype=ml_dtypes.bfloat16).compute().dtype == \
+            np.dtype(ml_dtypes.bfloat16)
+        with pytest.raises(TypeError, match="out_dtype must be bfloat16 or float32, got "
+                                            "float8_e5m2"):
+            bfd.sum(x, out_dtype=ml_dtypes.float8_e5m2)
+    finally:
+        np.sctypeDict.update(before)
 
 
 def test_dask_own_paths_round_per_block():

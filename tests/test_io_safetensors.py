@@ -1,6 +1,7 @@
 """safetensors without torch: round trips, strict header checks (hand-made and fuzzed), and
 files exchanged with the real safetensors library and torch."""
 import json
+import os
 import struct
 
 import numpy as np
@@ -153,6 +154,26 @@ def test_save_back_to_a_mapped_file(tmp_path):
         del t
     assert p.stat().st_mode & 0o777 == 0o640          # an existing file keeps its mode
     assert sorted(x.name for x in tmp_path.iterdir()) == ["m.safetensors"]  # no temporary left
+
+
+def test_load_refuses_file_descriptors(tmp_path):
+    """An int is not a path: np.load and save_safetensors refuse it, and load_safetensors once
+    read through the caller's descriptor and closed it (0 blocked on stdin). A bytes path
+    works."""
+    p = tmp_path / "w.safetensors"
+    io.save_safetensors({"w": np.arange(3, dtype=bfloat16)}, p)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        with pytest.raises(TypeError) as ours:
+            io.load_safetensors(fd)
+        with pytest.raises(TypeError) as numpys:
+            np.load(fd)
+        assert str(ours.value) == str(numpys.value)
+        os.fstat(fd)                                   # still open
+    finally:
+        os.close(fd)
+    got = io.load_safetensors(os.fsencode(p))["w"]
+    assert got.dtype == bfloat16 and got.astype(np.float32).tolist() == [0.0, 1.0, 2.0]
 
 
 def test_lone_surrogates_are_refused(tmp_path):

@@ -347,6 +347,27 @@ def test_shapes_strides_and_out():
     assert float(to_bfloat16(2.5)) == 2.5  # a Python float is float64
 
 
+def test_byte_swapped_input():
+    """Byte-swapped float32/float64 input is float32/float64, as astype(bfloat16) takes it (it
+    was refused as "dtype >f4"). References: integer arithmetic on the native float32 bits (the
+    float64 copies hold the same values, so they round alike)."""
+    rng = np.random.default_rng(7)
+    x32 = (rng.standard_normal(1000) * 1e3).astype(np.float32)
+    for mode, ref in (("nearest_even", reference_round), ("toward_zero", ref_toward_zero)):
+        for x in (x32.astype(">f4"), x32.astype(">f8")):
+            got = to_bfloat16(x, mode)
+            assert got.dtype == BF16
+            np.testing.assert_array_equal(bits_of(got), ref(x32))
+            out = np.zeros(x.shape, BF16)
+            assert to_bfloat16(x, mode, out=out) is out
+            np.testing.assert_array_equal(bits_of(out), ref(x32))
+    random16 = np.random.default_rng(5).integers(0, 2**16, size=x32.size, dtype=np.uint16)
+    got = to_bfloat16(x32.astype(">f4"), "stochastic", rng=5)   # 16 bits a value from the seed
+    np.testing.assert_array_equal(bits_of(got), ref_stochastic(x32, random16))
+    with pytest.raises(TypeError, match="x must be float32 or float64, got dtype float16"):
+        to_bfloat16(np.ones(2, ">f2"))
+
+
 def test_errors_name_the_bad_argument_and_write_nothing():
     x = np.ones(4, np.float32)
     out = np.full(4, 7, bfloat16)

@@ -67,6 +67,30 @@ def test_all_finite_shapes_and_errors():
         all_finite([np.ones(3), [1.0, 2.0]])
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_matrices():
+    """np.matrix gradients and parameters, which stay 2-D when reshaped to 1-D: all_finite and
+    unscale once failed with an internal broadcast error. Compared with np.isfinite and with the
+    same steps on plain arrays."""
+    for dtype in (BF16, np.float16, np.float32, np.float64):
+        for values in ([[1.0, 2.0]], [[1.0, np.inf]], [[np.nan], [1.0]]):
+            m = np.matrix(np.array(values).astype(dtype))
+            assert all_finite([m]) == bool(np.isfinite(m.astype(np.float64)).all()), (dtype, values)
+    got = LossScaler(4.0).unscale([np.matrix([[1.0, 6.0]], np.float32)])
+    np.testing.assert_array_equal(got[0], [[0.25, 1.5]])
+    assert LossScaler(4.0).unscale([np.matrix([[1.0, np.nan]], BF16)]) is None
+    g = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+    for dtype in (np.float32, BF16):
+        for make in (lambda p: SGD(p, lr=0.1, momentum=0.9, weight_decay=0.1),
+                     lambda p: Adam(p, lr=0.1, weight_decay=0.1), lambda p: AdamW(p, lr=0.1)):
+            m, plain = np.matrix(np.ones((2, 3), dtype)), np.ones((2, 3), dtype)
+            opt_m, opt_plain = make([m]), make([plain])
+            for _ in range(3):
+                opt_m.step([np.matrix(g)])
+                opt_plain.step([g])
+            assert np.asarray(m).tobytes() == plain.tobytes(), (dtype, opt_m)
+
+
 # ---- LossScaler ----------------------------------------------------------------------------------
 
 
@@ -185,6 +209,33 @@ def test_loss_scaler_bad_arguments(kwargs, match):
         LossScaler(**kwargs)
 
 
+def test_loss_scaler_scales_within_float32():
+    """unscale multiplies by the scale's float32 reciprocal: a scale of 1e-40 once turned a
+    zero gradient into NaN, 1e40 unscaled with a 0.3 % error (a subnormal reciprocal). Such
+    scales are refused; at the bounds, and while growth and backoff clamp to them, unscale
+    agrees with float64 division."""
+    for kwargs, name in ((dict(init_scale=1e-40, min_scale=1e-40), "init_scale"),
+                         (dict(min_scale=2.0**-127), "min_scale"),
+                         (dict(max_scale=1e40), "max_scale"),
+                         (dict(init_scale=2.0**127, max_scale=2.0**127), "init_scale")):
+        with pytest.raises(ValueError, match=rf"{name} must lie in \[2\*\*-126, 2\*\*126\]"):
+            LossScaler(**kwargs)
+    g = np.float32([0.0, 2.0**-100, 3e38, -1e-30])
+    for lo, hi in ((2.0**-126, 1.0), (1.0, 2.0**126)):
+        s = LossScaler(1.0, min_scale=lo, max_scale=hi, backoff_factor=2.0**-100,
+                       growth_factor=2.0**100, growth_interval=1)
+        seen = set()
+        for finite in [False] * 3 + [True] * 4:
+            used = s.scale
+            with np.errstate(over="ignore"):
+                out = s.unscale([g if finite else np.float32([np.inf])])
+                want = (g.astype(np.float64) / used).astype(np.float32)
+            seen.add(s.scale)
+            if out is not None:
+                np.testing.assert_array_equal(out[0], want)
+        assert min(seen) == lo and max(seen) == hi
+
+
 # ---- MasterWeights ------------------------------------------------------------------------------
 
 
@@ -273,6 +324,27 @@ def test_adam_and_adamw_against_float64(decoupled):
     assert opt.steps == 4 and opt.state_nbytes == 2 * 4 * (30 + 5)
 
 
+def test_byte_swapped_params():
+    """Byte-swapped float32 and bfloat16 parameters are updated in place, as np.copyto writes
+    them (they were refused). References: the documented update in float32 arithmetic, rounded
+    to bfloat16 bits by conftest's reference_round."""
+    rng = np.random.default_rng(9)
+    w0 = rng.standard_normal(500).astype(np.float32)
+    g = rng.standard_normal(500).astype(np.float32)
+    lr = np.float32(0.01)
+    w = w0.astype(">f4")
+    SGD([w], lr=0.01).step([g.astype(">f4")])
+    assert w.dtype == np.dtype(">f4")
+    np.testing.assert_array_equal(w, w0 - lr * g)
+    wb0 = exact_f32(reference_round(w0))
+    wb = wb0.astype(BF16.newbyteorder())
+    SGD([wb], lr=0.01).step([g])
+    np.testing.assert_array_equal(wb.astype(BF16).view(np.uint16), reference_round(wb0 - lr * g))
+    ws = np.ones(4, BF16.newbyteorder())
+    SGD([ws], lr=0.5, rounding="stochastic", rng=1).step([np.ones(4, np.float32)])
+    assert ws.astype(np.float32).tolist() == [0.5] * 4   # exact in bfloat16: no draw moves it
+
+
 def test_pure_bfloat16_nearest_even_rounds_the_float32_update():
     rng = np.random.default_rng(6)
     w = rng.standard_normal(2000).astype(bfloat16)
@@ -353,6 +425,13 @@ def test_optimizer_errors_name_the_argument():
     with pytest.raises(TypeError, match="SGD: rng must be"):
         SGD([np.ones(3, bfloat16)], lr=0.1, rounding="stochastic", rng="x")
     opt = SGD(w, lr=0.1)
+    # the dtype is checked before the shape, and text is not a list of gradients (an object
+    # once got "has shape ()", a str of length 3 "got 3 gradients")
+    with pytest.raises(TypeError, match=r"grads\[0\] must be a float array, got dtype object"):
+        opt.step([object()])
+    for text in ("abc", b"abc"):
+        with pytest.raises(TypeError, match="grads must be a sequence of arrays, got"):
+            opt.step(text)
     with pytest.raises(ValueError, match="got 2 gradients for 1 params"):
         opt.step([np.ones(3), np.ones(3)])
     with pytest.raises(ValueError, match=r"grads\[0\] has shape \(4,\)"):
