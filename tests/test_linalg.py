@@ -196,6 +196,17 @@ def test_rounding_overflow_to_inf_warns_like_float16(m, k, n, name, f):
     result without it (as float16), also beside the overflowing row; finite results none."""
     if name == "einsum" and 1 in (m, n):
         pytest.skip("NumPy's einsum refuses a size-1 index of a user dtype (README, Known limits)")
+    # NumPy before 2.1 reads no IEEE flags after np.dot's per-output hook (float16's np.dot of
+    # a sum rounding to inf says nothing there either): there the value alone is checked
+    h16 = np.array([[65504.0, 16.0]], np.float16)
+    reported = True
+    if name in ("np.dot", "einsum"):
+        with np.errstate(over="raise"):
+            try:
+                f(h16, np.ones((2, 1), np.float16))
+                reported = False
+            except FloatingPointError:
+                pass
     rng = np.random.default_rng(m * 1000 + n)
     a32 = rng.uniform(0.5, 1.0, (m, k)).astype(np.float32)
     b = np.ones((k, n), bfloat16)
@@ -206,8 +217,9 @@ def test_rounding_overflow_to_inf_warns_like_float16(m, k, n, name, f):
     a[r, :2] = np.array([0x7F7F, 0x7B00], np.uint16).view(bfloat16)
     with np.errstate(over="raise"):
         f(base, b)  # finite: nothing raised
-        with pytest.raises(FloatingPointError, match="overflow"):
-            f(a, b)
+        if reported:
+            with pytest.raises(FloatingPointError, match="overflow"):
+                f(a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = bits_of(f(a, b))
@@ -216,15 +228,14 @@ def test_rounding_overflow_to_inf_warns_like_float16(m, k, n, name, f):
     inf_row[r, 0] = np.inf
     with np.errstate(over="raise"):
         assert bits_of(f(inf_row, b))[r].tolist() == [0x7F80] * n  # no overflow: inf came in
-    if m > 1:
+    if m > 1 and reported:
         both = a.copy()
         both[(r + 1) % m, 0] = np.inf
         with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
             f(both, b)
-    # float16 does the same where its sum rounds to inf
-    h = np.array([[65504.0, 16.0]], np.float16)
+    # float16's a @ b does the same where its sum rounds to inf
     with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
-        h @ np.ones((2, 1), np.float16)
+        h16 @ np.ones((2, 1), np.float16)
 
 
 def test_operands_beyond_bfloat16_range_warn():
