@@ -196,7 +196,7 @@ def test_rounding_overflow_to_inf_warns_like_float16(m, k, n, name, f):
     result without it (as float16), also beside the overflowing row; finite results none."""
     if name == "einsum" and 1 in (m, n):
         pytest.skip("NumPy's einsum refuses a size-1 index of a user dtype (README, Known limits)")
-    # NumPy before 2.1 reads no IEEE flags after np.dot's per-output hook (float16's np.dot of
+    # NumPy 2.0 reads no IEEE flags after np.dot's per-output hook (float16's np.dot of
     # a sum rounding to inf says nothing there either): there the value alone is checked
     h16 = np.array([[65504.0, 16.0]], np.float16)
     reported = True
