@@ -64,7 +64,10 @@ def _as_target(total: da.Array, target: np.dtype) -> da.Array:
     if target == _F32:
         return total
     out = total.astype(_BF16)
-    return out if target == _BF16 else out.view(target)
+    if target == _BF16:
+        return out
+    # per block: dask's Array.view fails on a 0-d array (a full sum)
+    return out.map_blocks(lambda blk: blk.view(target), dtype=target)
 
 
 def matmul(a: Any, b: Any, *, out_dtype=None, split_every: int | None = None) -> da.Array:

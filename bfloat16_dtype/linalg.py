@@ -131,6 +131,15 @@ def _check_target(dt: np.dtype, what: str, fn: str = "matmul") -> np.dtype:
     return dt
 
 
+def _same_target(out_dt: np.dtype, out_dtype: np.dtype) -> bool:
+    """out= and out_dtype= name the same result type: equal, or both bfloat16 in any form (ours
+    of either byte order, ml_dtypes'), as np.matmul(out=, dtype=) takes them
+    (tests/test_linalg.py::test_ml_dtypes_targets_and_matrix_outputs)."""
+    def bf16(dt):
+        return dt.type is _BF16.type or _ml_bf16(dt)
+    return out_dt == out_dtype or (bf16(out_dt) and bf16(out_dtype))
+
+
 def _result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype:
     """Result dtype for out_dtype=None: bfloat16 @ bfloat16 stays bfloat16, mixed inputs follow
     the package's promotion table (bfloat16 @ float32 -> float32, ...)."""
@@ -188,7 +197,7 @@ def _matmul(a, b, out, out_dtype, fn: str):
     given_out = out
     if out is not None:
         _check_out(out, fn)
-        if out_dtype is not None and out.dtype != target:
+        if out_dtype is not None and not _same_target(out.dtype, target):
             raise TypeError(f"{fn}: out has dtype {out.dtype} but out_dtype is {target}")
         out = _view_ml_bfloat16(np.asarray(out))   # np.matrix: a plain view of its memory
         target = out.dtype
@@ -275,7 +284,7 @@ def _out_target(out, out_dtype, fn: str):
     if out is None:
         return out_dtype
     _check_out(out, fn)
-    if out_dtype is not None and out.dtype != np.dtype(out_dtype):
+    if out_dtype is not None and not _same_target(out.dtype, np.dtype(out_dtype)):
         raise TypeError(f"{fn}: out has dtype {out.dtype} but out_dtype is {np.dtype(out_dtype)}")
     return out.dtype
 

@@ -188,12 +188,13 @@ def _accumulator(a: np.ndarray) -> type:
 
 def _axis(axis: Axis):
     """`axis` as np.sum takes it: None, an integer (anything with __index__, a 0-d integer
-    array too) or a sequence of them; bools, floats and text raise TypeError (bytes were once
-    read as the axes of their byte values; tests/test_numerics.py::test_axis_as_numpy_takes_it).
-    The dask helpers check their axis here too."""
+    array too) or a tuple (or list) of them; bools, floats, text, dicts, sets and 1-D arrays
+    raise TypeError (bytes were once read as the axes of their byte values;
+    tests/test_numerics.py::test_axis_as_numpy_takes_it). The dask helpers check their axis
+    here too."""
     if axis is None:
         return None
-    one = isinstance(axis, (str, bytes)) or not np.iterable(axis)
+    one = not isinstance(axis, (tuple, list))
     try:
         axes = tuple(_index(a) for a in ((axis,) if one else axis))
     except TypeError:

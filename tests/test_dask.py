@@ -169,12 +169,13 @@ def test_ml_dtypes_input(client):
         prod = bfd.matmul(x, x.T, out_dtype=np.float32).compute()
         np.testing.assert_allclose(prod, ref @ ref.T, rtol=1e-6)
         for fn in (bfd.sum, bfd.mean):
-            ml = fn(x, axis=0, out_dtype=ml_dtypes.bfloat16)
-            assert ml.dtype == np.dtype(ml_dtypes.bfloat16)
-            got = ml.compute()
-            assert got.dtype == np.dtype(ml_dtypes.bfloat16)
-            want = getattr(ref, fn.__name__)(axis=0)
-            np.testing.assert_allclose(got.astype(np.float64), want, rtol=2.0**-8)
+            for axis in (0, None, (0, 1)):     # 0-d results too (dask's .view refuses them)
+                ml = fn(x, axis=axis, out_dtype=ml_dtypes.bfloat16)
+                assert ml.dtype == np.dtype(ml_dtypes.bfloat16)
+                got = ml.compute()
+                assert got.dtype == np.dtype(ml_dtypes.bfloat16)
+                want = getattr(ref, fn.__name__)(axis=axis)
+                np.testing.assert_allclose(np.asarray(got).astype(np.float64), want, rtol=2.0**-8)
         assert bfd.matmul(x, x.T, out_dtype=ml_dtypes.bfloat16).compute().dtype == \
             np.dtype(ml_dtypes.bfloat16)
         with pytest.raises(TypeError, match="out_dtype must be bfloat16 or float32, got "

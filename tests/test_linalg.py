@@ -1153,6 +1153,13 @@ def test_ml_dtypes_targets_and_matrix_outputs():
         assert out.view(np.uint16).tolist() == want.tolist()
         r = f(a, a, out_dtype=ml_dtypes.bfloat16)
         assert r.dtype == np.dtype(ml_dtypes.bfloat16) and r.view(np.uint16).tolist() == want.tolist()
+    # out= and out_dtype= naming bfloat16 in two forms (np.matmul(out=, dtype=) takes them)
+    for out, out_dtype in ((np.zeros((2, 2), bfloat16), ml_dtypes.bfloat16),
+                           (np.zeros((2, 2), ml_dtypes.bfloat16), bfloat16),
+                           (np.zeros((2, 2), np.dtype(bfloat16).newbyteorder()), bfloat16)):
+        for f in (bd.matmul, bd.dot):
+            assert f(a, a, out=out, out_dtype=out_dtype) is out
+            assert out.astype(np.float32).tolist() == np.matmul(a, a).astype(np.float32).tolist()
     v = np.array([1.0, 2.0], bfloat16)
     out = np.zeros(2, ml_dtypes.bfloat16)
     assert bd.matvec(a, v, out=out) is out

@@ -49,7 +49,7 @@ def test_axis_as_numpy_takes_it():
             np.testing.assert_array_equal(values(ours(x, axis=axis)), theirs(DATA, axis=axis),
                                           err_msg=f"{ours.__name__} axis={axis!r}")
     for bad in (b"abc", b"", "0", "", 1.0, np.float64(1), np.array(1.0), True, np.True_, (True,),
-                (0, b"1"), ((0,),)):
+                (0, b"1"), ((0,),), {1: "x"}, {1}, np.array([0, 1])):
         for ours, theirs in PAIRS:
             with pytest.raises(TypeError):
                 theirs(DATA, axis=bad)
