@@ -9,6 +9,9 @@ Array lengths cover the vector bodies, masked heads and tails, and the streaming
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -313,3 +316,31 @@ def test_narrow_float64_flags(out):
     # exact in float32 but not in bfloat16, and below 2**-126: an underflow as for float16
     assert out["f64:tiny_exact_f32:flags"][1]
     assert out["f64:tiny_exact_f32:complex_flags"][1]
+
+
+_FLAG_SCRIPT = r"""
+import numpy as np, bfloat16_dtype
+snan = np.array([0x7FF0000000000001, 0x3FF8000000000000], np.uint64).view(np.float64)
+h = np.array([0x7C01, 0x3C00], np.uint16).view(np.float16)         # a signalling float16 NaN
+with np.errstate(all="raise"):
+    for n in (1, 2, 5, 17, 40, 1000):
+        x = np.resize(snan, n)
+        x.astype(bfloat16_dtype.bfloat16)                   # contiguous: the kernel, tail included
+        x[::2].astype(bfloat16_dtype.bfloat16)              # strided: the element loop
+        np.resize(h, n).astype(bfloat16_dtype.bfloat16)
+    z = np.zeros(5, bfloat16_dtype.bfloat16)
+    np.add.at(z, [0, 0, 1], np.array([1.0, np.nan, 2.0]))   # one-element calls, float64 loop
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("tier", tier_params())
+def test_conversions_leave_no_flags_of_their_own(tier):
+    """Narrowing float64 and float16 goes through FPU steps that raise flags of their own (a
+    signalling NaN's "invalid" in the float32 step); the conversions discard them, so only the
+    flags computed on the bits reach NumPy, contiguous or strided, one element or many, at
+    every tier (csrc/kernels/convert.c, kf_mark/kf_discard)."""
+    env = dict(os.environ, BFLOAT16_DTYPE_ISA=tier)
+    proc = subprocess.run([sys.executable, "-c", _FLAG_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

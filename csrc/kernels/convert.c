@@ -112,15 +112,28 @@ KINLINE int from_f64_body(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds, pt
     return flags;
 }
 
+/*
+ * The IEEE flags a conversion's FPU steps raise are discarded, so that only the flags computed
+ * on the bits, the same for every tier, reach the caller: kf_mark notes which were set before,
+ * kf_discard clears those raised since. Inexact, which NumPy never reports, is left as it is:
+ * then the common call reads the status twice and writes nothing (fegetexceptflag and
+ * fesetexceptflag cost more than a one-element call's work: np.add.at of a float64 loop on
+ * bfloat16, see README; tests/test_kernels_convert.py::test_conversions_leave_no_flags_of_their_own).
+ */
+static inline int kf_mark(void) { return fetestexcept(FE_ALL_EXCEPT & ~FE_INEXACT); }
+static inline void kf_discard(int before)
+{
+    int raised = fetestexcept(FE_ALL_EXCEPT & ~FE_INEXACT) & ~before;
+    if (raised) feclearexcept(raised);
+}
+
 /* f64_to_bf16 narrows through the FPU, which raises its own flags (inexact, and underflow or
- * overflow of the float32 step); those are discarded so that only the flags computed on the
- * bits, the same for every tier, reach the caller. */
+ * overflow of the float32 step): discarded (kf_mark). */
 int bf16k_from_f64_baseline(const char *s, char *d, ptrdiff_t n)
 {
-    fexcept_t saved;
-    int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+    int before = kf_mark();
     int flags = from_f64_body(s, 8, d, 2, n);
-    if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    kf_discard(before);
     return flags;
 }
 
@@ -247,8 +260,7 @@ KTARGET_AVX2 static inline __m256i f64_to_bf16_16_avx2(const char *s, __m256i *o
 
 KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
 {
-    fexcept_t saved;
-    int have = 0, flags = 0;
+    int before = -1, flags = 0; /* -1: kf_mark not called yet */
     const __m256i ones = _mm256_set1_epi32(-1);
     const __m256i habs = _mm256_set1_epi16(0x7fff), hinf = _mm256_set1_epi16(0x7f80);
     __m256i ov = _mm256_setzero_si256();
@@ -256,7 +268,7 @@ KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
     int stream = n >= NT_MIN_BYTES / 2 && ((uintptr_t)d & 1u) == 0;
     if (stream) {
         ptrdiff_t head = (ptrdiff_t)(((32u - ((uintptr_t)d & 31u)) & 31u) / 2u);
-        have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0 ? 1 : -1;
+        before = kf_mark();
         flags = from_f64_body(s, 8, d, 2, head);
         i = head;
     }
@@ -269,7 +281,7 @@ KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
         __m256i p = f64_to_bf16_16_avx2(s + 8 * i, &ok);
         if (!_mm256_testc_si256(ok, ones)) {
             /* a lane outside the fast range: this block lane by lane */
-            if (!have) have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0 ? 1 : -1;
+            if (before < 0) before = kf_mark();
             flags |= from_f64_body(s + 8 * i, 8, d + 2 * i, 2, 16);
             continue;
         }
@@ -280,11 +292,11 @@ KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
     }
     if (stream) _mm_sfence();
     if (i < n) {
-        if (!have) have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0 ? 1 : -1;
+        if (before < 0) before = kf_mark();
         flags |= from_f64_body(s + 8 * i, 8, d + 2 * i, 2, n - i);
     }
     if (!_mm256_testz_si256(ov, ov)) flags |= BF16K_OVERFLOW;
-    if (have == 1) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    if (before >= 0) kf_discard(before);
     return flags;
 }
 
@@ -301,8 +313,7 @@ KTARGET_AVX2 int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n)
 
 KTARGET_AVX2_F16C void bf16k_from_f16_avx2(const char *s, char *d, ptrdiff_t n)
 {
-    fexcept_t saved;
-    int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+    int before = kf_mark();
     ptrdiff_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m256i a = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i))));
@@ -311,13 +322,12 @@ KTARGET_AVX2_F16C void bf16k_from_f16_avx2(const char *s, char *d, ptrdiff_t n)
         _mm256_storeu_si256((__m256i *)(void *)(d + 2 * i), p);
     }
     from_f16_body(s + 2 * i, d + 2 * i, n - i);
-    if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    kf_discard(before);
 }
 
 KTARGET_AVX2_F16C int bf16k_to_f16_avx2(const char *s, char *d, ptrdiff_t n)
 {
-    fexcept_t saved;
-    int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+    int before = kf_mark();
     const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     const __m256i big = _mm256_set1_epi32(0x477fefff); /* 65520 = 0x477ff000: rounds to inf */
     const __m256i tiny = _mm256_set1_epi32(0x38800000); /* 2^-14, float16's least normal */
@@ -337,7 +347,7 @@ KTARGET_AVX2_F16C int bf16k_to_f16_avx2(const char *s, char *d, ptrdiff_t n)
     int flags = to_f16_body(s + 2 * i, d + 2 * i, n - i);
     if (!_mm256_testz_si256(ov, ov)) flags |= BF16K_OVERFLOW;
     if (!_mm256_testz_si256(un, un)) flags |= BF16K_UNDERFLOW;
-    if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+    kf_discard(before);
     return flags;
 }
 
@@ -724,10 +734,9 @@ void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdi
     if (src_stride == 8 && dst_stride == 2) {
         flags = bf16k_table_get()->from_f64(s, d, n);
     } else {
-        fexcept_t saved;
-        int have = fegetexceptflag(&saved, FE_ALL_EXCEPT) == 0;
+        int before = kf_mark();
         flags = from_f64_body(s, src_stride, d, dst_stride, n);
-        if (have) fesetexceptflag(&saved, FE_ALL_EXCEPT);
+        kf_discard(before);
     }
     if ((flags & BF16K_OVERFLOW) && overflow) *overflow = 1;
     if ((flags & BF16K_UNDERFLOW) && underflow) *underflow = 1;
