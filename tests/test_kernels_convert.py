@@ -335,12 +335,13 @@ print("ok")
 
 
 @pytest.mark.parametrize("tier", tier_params())
-def test_conversions_leave_no_flags_of_their_own(tier):
+def test_conversions_leave_no_flags_of_their_own(tier, tmp_path):
     """Narrowing float64 and float16 goes through FPU steps that raise flags of their own (a
     signalling NaN's "invalid" in the float32 step); the conversions discard them, so only the
     flags computed on the bits reach NumPy, contiguous or strided, one element or many, at
     every tier (csrc/kernels/convert.c, kf_mark/kf_discard)."""
     env = dict(os.environ, BFLOAT16_DTYPE_ISA=tier)
+    # run outside the checkout, so the installed package is imported, not the source folder
     proc = subprocess.run([sys.executable, "-c", _FLAG_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
