@@ -22,7 +22,7 @@ import dask.array as da
 import numpy as np
 
 from ._ext import bfloat16
-from .interop import _dtype_text, _view_ml_bfloat16
+from .interop import _dtype_text, _is_ml_bfloat16
 from .linalg import matmul as _matmul_np
 from .numerics import _axis
 
@@ -36,7 +36,7 @@ def _as_dask(x: Any, name: str) -> da.Array:
     arr = x if isinstance(x, da.Array) else da.asarray(x)
     if arr.dtype.type is bfloat16 and not arr.dtype.isnative:
         arr = arr.astype(_BF16)          # byte-swapped: NumPy's own functions take it too
-    elif arr.dtype != _BF16 and _view_ml_bfloat16(np.empty(0, arr.dtype)).dtype == _BF16:
+    elif _is_ml_bfloat16(arr.dtype):
         # ml_dtypes' bfloat16: the same bits, a view of each chunk, as the numerics helpers
         # take it (tests/test_dask.py::test_ml_dtypes_input)
         arr = arr.view(_BF16)
@@ -52,7 +52,7 @@ def _block_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _out_dtype(out_dtype) -> np.dtype:
     dt = _BF16 if out_dtype is None else np.dtype(out_dtype)
-    if dt not in (_BF16, _F32) and _view_ml_bfloat16(np.empty(0, dt)).dtype != _BF16:
+    if dt not in (_BF16, _F32) and not _is_ml_bfloat16(dt):
         raise TypeError(f"out_dtype must be bfloat16 or float32, got {_dtype_text(dt)}")
     return dt
 

@@ -322,6 +322,12 @@ def _view_ml_bfloat16(x: np.ndarray) -> np.ndarray:
     return x.view(_DTYPE) if _ml_dtype is not None and x.dtype == _ml_dtype else x
 
 
+def _is_ml_bfloat16(dt: np.dtype) -> bool:
+    """ml_dtypes' bfloat16 dtype (the same bits as ours), which linalg and dask take as a
+    target or an input."""
+    return dt != _DTYPE and _view_ml_bfloat16(np.empty(0, dt)).dtype == _DTYPE
+
+
 def _read_as_ours(x: np.ndarray) -> np.ndarray:
     """An input the helpers only read: ml_dtypes' bfloat16 as ours (a view), and a byte-swapped
     bfloat16 as a native copy, as NumPy's own functions take it

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _ext
 from ._ext import bfloat16
-from .interop import _view_ml_bfloat16
+from .interop import _is_ml_bfloat16 as _ml_bf16, _view_ml_bfloat16
 
 __all__ = ["matmul", "dot", "matvec", "vecmat", "vdot", "inner", "get_num_threads",
            "set_num_threads", "num_threads"]
@@ -115,11 +115,6 @@ def _as_bf16(x, name: str, fn: str = "matmul") -> np.ndarray:
     # a value beyond bfloat16's range becomes inf with the cast's "overflow" warning
     # (tests/test_linalg.py::test_operands_beyond_bfloat16_range_warn)
     return arr.astype(_BF16)
-
-
-def _ml_bf16(dt: np.dtype) -> bool:
-    """ml_dtypes' bfloat16 (the same bits as ours)."""
-    return dt != _BF16 and _view_ml_bfloat16(np.empty(0, dt)).dtype == _BF16
 
 
 def _check_target(dt: np.dtype, what: str, fn: str = "matmul") -> np.dtype:
