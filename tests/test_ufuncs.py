@@ -377,6 +377,39 @@ def test_ldexp(exp_dtype):
     prop()
 
 
+def test_ldexp_every_pattern_at_the_exponent_edges():
+    """Every pattern times 2**e for exponents that put results on both sides of the normal
+    range (the exponent-field fast path and the float64 rounding path), in a strided layout,
+    with "overflow" exactly when a finite value becomes inf."""
+    edges = [-(2**31), -401, -400, -300, -267, -254, -253, -134, -133, -127, -126, -8, -1, 0,
+             1, 7, 126, 127, 253, 254, 255, 300, 400, 401, 2**31 - 1]
+    for e in edges:
+        want = f64_to_bf16_bits(np.ldexp(widen64(ALL_BITS), int(np.clip(e, -300, 300))))
+        exps = np.full(2 * ALL_BITS.size, e, np.int64)[::-2]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with np.errstate(invalid="ignore"):
+                got = np.ldexp(ALL_VALUES[::-1], exps)[::-1]
+        assert_same_bits(bits_of(got), want, f"ldexp by {e}")
+        overflowed = bool(np.any(np.isfinite(widen64(ALL_BITS)) & np.isinf(widen64(want))))
+        said = [str(w.message) for w in caught]
+        assert said == (["overflow encountered in ldexp"] if overflowed else []), (e, said)
+
+
+def test_modf_and_frexp_strided_like_contiguous():
+    """The contiguous loops and the strided ones give the same bits (every pattern, reversed)."""
+    with np.errstate(all="ignore"):
+        frac, whole = np.modf(ALL_VALUES[::-1])
+        want_f, want_w = np.modf(widen64(ALL_BITS)[::-1])
+        mant, expo = np.frexp(ALL_VALUES[::-1])
+    assert_same_bits(bits_of(frac), f64_to_bf16_bits(want_f), "strided modf fraction")
+    assert_same_bits(bits_of(whole), f64_to_bf16_bits(want_w), "strided modf integral")
+    want_m, want_e = np.frexp(widen64(ALL_BITS)[::-1])
+    assert_same_bits(bits_of(mant), f64_to_bf16_bits(want_m), "strided frexp mantissa")
+    finite = np.isfinite(want_m)
+    np.testing.assert_array_equal(expo[finite], want_e[finite])
+
+
 def test_float_power_is_float64():
     a, b = RANDOM_A[:20000], RANDOM_B[:20000]
     with np.errstate(all="ignore"):

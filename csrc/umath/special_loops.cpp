@@ -20,15 +20,54 @@ divmod_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     }
 }
 
+/*
+ * modf, frexp and ldexp on the bits (no libm call per element): each result is exact in
+ * bfloat16 (ldexp's rounding aside, which goes through float64 once), so the field arithmetic
+ * gives the same bits as the float64 functions rounded once (tests/test_ufuncs.py::
+ * test_modf_exhaustive, ::test_frexp_exhaustive, ::test_ldexp).
+ */
+static inline bf16_t quiet(bf16_t h) { return (bf16_t)(h | 0x0040u); }
+
+static inline void
+modf_bits(bf16_t h, bf16_t *frac_out, bf16_t *whole_out)
+{
+    uint32_t sign = h & BF16_SIGN, mag = h & BF16_ABS;
+    /* fraction bits: 134 - exponent field, none from 2**7 up, all of them below 1 (selects by
+     * masks, not branches: random data mispredicted them) */
+    int fbits = 134 - (int)(mag >> 7);
+    fbits = fbits < 0 ? 0 : fbits;
+    uint32_t drop = fbits > 7 ? 0x7fffu : (1u << fbits) - 1u;
+    uint32_t whole = h & ~drop;
+    /* the dropped bits alone have at most 7 significant bits: the difference is exact (inf and
+     * NaN are replaced by zero first, so no flag is raised) */
+    uint32_t finite = 0u - (uint32_t)(mag < BF16_INF);
+    float f = bf16_to_f32((bf16_t)(h & finite)) - bf16_to_f32((bf16_t)(whole & finite));
+    uint32_t none = 0u - (uint32_t)((h & drop) == 0u); /* an integer: +-0 */
+    uint32_t frac = (sign & none) | ((f32_bits(f) >> 16) & ~none);
+    uint32_t nan = 0u - (uint32_t)(mag > BF16_INF);
+    *whole_out = (bf16_t)((quiet(h) & nan) | (whole & ~nan));
+    *frac_out = (bf16_t)((quiet(h) & nan) | (frac & ~nan));
+}
+
 void
 modf_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
     char *a = args[0], *fr = args[1], *in = args[2];
-    for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], fr += steps[1], in += steps[2]) {
-        float ip;
-        float f = std::modf(bf16_to_f32(ld(a)), &ip);
-        st(fr, f32_to_bf16(f));
-        st(in, f32_to_bf16(ip));
+    npy_intp n = dims[0];
+    if (steps[0] == 2 && steps[1] == 2 && steps[2] == 2) { /* a form the compiler vectorises */
+        for (npy_intp i = 0; i < n; i++) {
+            bf16_t f, w;
+            modf_bits(ld(a + 2 * i), &f, &w);
+            st(fr + 2 * i, f);
+            st(in + 2 * i, w);
+        }
+        return;
+    }
+    for (npy_intp i = 0; i < n; i++, a += steps[0], fr += steps[1], in += steps[2]) {
+        bf16_t f, w;
+        modf_bits(ld(a), &f, &w);
+        st(fr, f);
+        st(in, w);
     }
 }
 
@@ -37,11 +76,24 @@ frexp_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
 {
     char *a = args[0], *m = args[1], *e = args[2];
     for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], m += steps[1], e += steps[2]) {
-        int ex = 0;
-        float mant = std::frexp(bf16_to_f32(ld(a)), &ex);
-        st(m, f32_to_bf16(mant));
-        npy_int ei = (npy_int)ex;
-        memcpy(e, &ei, sizeof ei);
+        bf16_t h = ld(a), sign = (bf16_t)(h & BF16_SIGN);
+        unsigned mag = h & BF16_ABS, field = mag >> 7;
+        bf16_t mant = h;
+        npy_int ex = 0;
+        if (mag > BF16_INF) {
+            mant = quiet(h);
+        }
+        else if (field >= 1u && field <= 254u) { /* normal: exponent field of 0.5 */
+            mant = (bf16_t)(sign | (126u << 7) | (mag & 0x7fu));
+            ex = (npy_int)field - 126;
+        }
+        else if (field == 0u && mag != 0u) { /* subnormal m * 2**-133, m < 2**7 */
+            int width = 32 - __builtin_clz(mag); /* bits of m: m / 2**width is in [0.5, 1) */
+            mant = (bf16_t)(sign | (126u << 7) | ((mag << (8 - width)) & 0x7fu));
+            ex = (npy_int)(width - 133);
+        }
+        st(m, mant);
+        memcpy(e, &ex, sizeof ex);
     }
 }
 
@@ -54,13 +106,20 @@ ldexp_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *)
     for (npy_intp i = 0; i < dims[0]; i++, a += steps[0], e += steps[1], o += steps[2]) {
         IntT ex;
         memcpy(&ex, e, sizeof ex);
-        long long clamped = (long long)ex;
-        if (clamped > 400) clamped = 400;
-        if (clamped < -400) clamped = -400;
-        double d = std::ldexp((double)bf16_to_f32(ld(a)), (int)clamped); /* exact in double */
-        bf16_t h = f64_to_bf16(d);
-        ovf |= bf16_isinf(h) && !bf16_isinf(ld(a));
-        st(o, h);
+        bf16_t h = ld(a);
+        /* |x| >= 2**-133 and < 2**128: any |exponent| > 400 saturates like 400 */
+        long long n = (long long)ex < -400 ? -400 : (long long)ex > 400 ? 400 : (long long)ex;
+        long long field = (h >> 7) & 0xffu;
+        if (field >= 1 && field <= 254 && field + n >= 1 && field + n <= 254) {
+            st(o, (bf16_t)(h + n * 128)); /* normal to normal: the exponent field moves */
+            continue;
+        }
+        /* zero, inf, NaN, subnormals and results outside the normals: one rounding from the
+         * exact float64 product (2**n is a normal float64) */
+        double d = bf16_to_f64(h) * f64_from_bits((uint64_t)(n + 1023) << 52);
+        bf16_t r = f64_to_bf16(d);
+        ovf |= bf16_isinf(r) && !bf16_isinf(h);
+        st(o, r);
     }
     report_overflow(ovf);
 }
