@@ -7,6 +7,9 @@ numpy's own float32 argmax/argmin of the widened values.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -158,3 +161,40 @@ def test_sums_agree_across_tiers(tmp_path_factory):
         for r in runs[1:]:
             assert r[k + ":sum"][0] == runs[0][k + ":sum"][0], k
             assert r[k + ":sum_stride2"][0] == runs[0][k + ":sum_stride2"][0], k
+
+
+_SHORT_TAIL_SCRIPT = r"""
+import numpy as np
+from bfloat16_dtype import bfloat16
+bad = []
+for n in range(1, 40):
+    for pos in range(n):
+        for step in (1, 2, 3):
+            for v in (np.inf, -np.inf):
+                y = np.ones(n * step, bfloat16)
+                y[pos * step] = v
+                rows = np.ones((2, n * step), bfloat16)
+                rows[1, pos * step] = v
+                with np.errstate(all="raise"):
+                    try:
+                        p = y[::step].prod()
+                        s = y[::step].sum()
+                        r = rows[:, ::step].prod(axis=1)
+                    except FloatingPointError as e:
+                        bad.append((n, pos, step, v, str(e)))
+                        continue
+                if float(p) != v or float(s) != v or list(map(float, r)) != [1.0, v]:
+                    bad.append((n, pos, step, v, float(p), float(s)))
+print(len(bad), bad[:5])
+"""
+
+
+@pytest.mark.parametrize("tier", tier_params())
+def test_products_of_short_tails_raise_no_invalid(tier, tmp_path):
+    """A product (and a sum) of ones and one infinity is that infinity with no flag, as float32
+    and float16 give it, for every length and position of the tail, contiguous or strided, at
+    every tier: lanes past the data must not compute 0 * inf (kernels/reduce.c, prod32_body)."""
+    env = dict(os.environ, BFLOAT16_DTYPE_ISA=tier)
+    proc = subprocess.run([sys.executable, "-c", _SHORT_TAIL_SCRIPT], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "0 []", (proc.stdout, proc.stderr[-2000:])
