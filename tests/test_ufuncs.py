@@ -396,6 +396,50 @@ def test_ldexp_every_pattern_at_the_exponent_edges():
         assert said == (["overflow encountered in ldexp"] if overflowed else []), (e, said)
 
 
+# ldexp with dtype= or signature= fixing the output: NumPy's legacy resolution takes the first
+# user loop (the int one) and refuses exponents it cannot cast to it (README, "Differences
+# from float16")
+LDEXP_REFUSED_WITH_FIXED_OUTPUT = {np.dtype(np.uint32).char, np.dtype(np.longlong).char} - {
+    np.dtype(np.int64).char}
+
+
+@pytest.mark.parametrize("etype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64, np.longlong, np.ulonglong])
+@pytest.mark.parametrize("form", ["plain", "dtype", "signature_out", "signature_full", "out",
+                                  "scalar"])
+def test_ldexp_exponent_types_like_float16(etype, form):
+    """Every integer exponent type and way of fixing the output gives float16's result (in
+    bfloat16) or float16's exception type, but for the documented refusals."""
+    e = np.array([1, 0, 1, 1] if etype is np.bool_ else
+                 [1, 2, 3, 4] if np.dtype(etype).kind == "u" else [-1, 2, -3, 4], etype)
+
+    def call(dt):
+        x = np.array([1.5, 2.0, 3.0, 1.0], dt)
+        kw = {"plain": {}, "scalar": {}, "dtype": {"dtype": dt},
+              "signature_out": {"signature": (None, None, dt)},
+              "signature_full": {"signature": (dt, etype, dt)},
+              "out": {"out": np.empty(4, dt)}}[form]
+        return np.ldexp(x, e[1] if form == "scalar" else e, **kw)
+
+    try:
+        want = call(np.float16)
+    except TypeError:
+        with pytest.raises(TypeError):
+            call(BF16)
+        return
+    if form in ("dtype", "signature_out") and np.dtype(etype).char in LDEXP_REFUSED_WITH_FIXED_OUTPUT:
+        with pytest.raises(TypeError, match="ldexp"):
+            call(BF16)
+        return
+    got = call(BF16)
+    assert got.dtype == BF16
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+    big = np.ldexp(np.array([1.0], BF16), np.array([2**40], np.int64), dtype=BF16) \
+        if form == "dtype" and etype is np.int64 else None
+    if big is not None:  # the int64 loop, not a cast to int
+        assert np.isinf(big[0])
+
+
 def test_modf_and_frexp_strided_like_contiguous():
     """The contiguous loops and the strided ones give the same bits (every pattern, reversed)."""
     with np.errstate(all="ignore"):

@@ -67,10 +67,15 @@ static const LoopDef loop_table[] = {
     LOOP("modf", modf_loop, 3, {BF, BF, BF}),
     LOOP("clip", clip_loop, 4, {BF, BF, BF, BF}),
     /* integer operands: legacy loops (NumPy's legacy type resolution casts an integer of another
-     * width to them: ldexp(x, np.int16(3)); not tried as ArrayMethods) */
+     * width to them: ldexp(x, np.int16(3)); not tried as ArrayMethods). ldexp has float16's int
+     * and int64 loops; int64 is NPY_LONG where long has 64 bits, as np.int64 is (a second loop
+     * of the same width would replace the first in NumPy's list). With dtype= or signature=,
+     * NumPy takes the first user loop of its list (the int one) and refuses a uint32 exponent
+     * it cannot cast (README, "Differences from float16"; tests/test_ufuncs.py::
+     * test_ldexp_exponent_types_like_float16) */
     {"frexp", frexp_loop, 3, {BF, BF, NPY_INT}, NULL},
     {"ldexp", ldexp_int_loop, 3, {BF, NPY_INT, BF}, NULL},
-    {"ldexp", ldexp_longlong_loop, 3, {BF, NPY_LONGLONG, BF}, NULL},
+    {"ldexp", ldexp_int64_loop, 3, {BF, NPY_SIZEOF_LONG == 8 ? NPY_LONG : NPY_LONGLONG, BF}, NULL},
 };
 
 /* Binary ufuncs whose mixed-type calls promote by the README table. */

@@ -161,9 +161,9 @@ ldexp_int_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *d
 }
 
 void
-ldexp_longlong_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
+ldexp_int64_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *data)
 {
-    ldexp_loop<npy_longlong>(args, dims, steps, data);
+    ldexp_loop<npy_int64>(args, dims, steps, data);
 }
 
 } /* namespace umath */

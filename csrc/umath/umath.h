@@ -30,7 +30,7 @@ void divmod_loop(char **args, npy_intp const *dims, npy_intp const *steps, void 
 void modf_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
 void frexp_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
 void ldexp_int_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
-void ldexp_longlong_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
+void ldexp_int64_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
 void clip_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
 
 } /* namespace umath */
