@@ -136,7 +136,8 @@ def _overflow_warnings(fn):
 
 @pytest.mark.parametrize("v", [1e300, 3.4e38, 2**128, -(2**200), np.float64(1e300), np.longdouble(1e300), "1e300",
                                b"-1e300", Fraction(10**300), float("inf"), " -Infinity ", "inf",
-                               np.float16("inf"), 1.5], ids=repr)
+                               np.float16("inf"), 1.5, "1e400", b"-1e400", "9" * 400,
+                               " 1E+309 "], ids=repr)
 def test_overflow_to_inf_warns_like_float16(v):
     """A finite value beyond both formats' range gives inf with NumPy's overflow warning, in
     every way a value gets in, as for float16; an infinite one gives inf silently."""
