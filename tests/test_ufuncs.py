@@ -1008,3 +1008,29 @@ def test_fmod_family_exact_around_the_quotient_limit(name):
         assert_same_bits(bits_of(got), reference_round(ref), f"{name} x{factor}")
         kinds = {str(w.message).split(" encountered")[0] for w in ours}
         assert kinds <= {str(w.message).split(" encountered")[0] for w in theirs}, (name, factor)
+
+
+def test_logaddexp_reports_underflow_only_past_float64_exp():
+    """logaddexp runs in float64: its exp underflows only beyond about 708 (logaddexp2: 1074);
+    the values are those of float32 (README, "Differences from float16")."""
+    zero = np.zeros(1, BF16)
+    for fn, quiet_gap, loud_gap in ((np.logaddexp, 100.0, 720.0), (np.logaddexp2, 200.0, 1080.0)):
+        with np.errstate(under="raise"):
+            got = fn(zero, np.array([quiet_gap], BF16))
+            with pytest.raises(FloatingPointError, match="underflow"):
+                fn(zero, np.array([loud_gap], BF16))
+        assert float(got[0]) == quiet_gap
+        with np.errstate(under="ignore"):
+            assert float(fn(zero, np.array([loud_gap], BF16))[0]) == float(np.float32(loud_gap)
+                                                                          .astype(BF16))
+
+
+def test_signatures_name_bfloat16_by_tuple_only():
+    """NumPy's ufunc.types lists builtin loops only and its signature-string parser knows only
+    builtin type characters; tuples and resolve_dtypes work (README)."""
+    x = np.ones(3, BF16)
+    assert not [t for t in np.add.types if BF16.char in t]
+    assert np.add.resolve_dtypes((BF16, BF16, None)) == (BF16, BF16, BF16)
+    assert np.add(x, x, signature=(BF16, BF16, BF16)).dtype == BF16
+    with pytest.raises((ValueError, TypeError)):
+        np.add(x, x, signature=f"{BF16.char}{BF16.char}->{BF16.char}")
