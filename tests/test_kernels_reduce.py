@@ -198,3 +198,55 @@ def test_products_of_short_tails_raise_no_invalid(tier, tmp_path):
     proc = subprocess.run([sys.executable, "-c", _SHORT_TAIL_SCRIPT], env=env,
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "0 []", (proc.stdout, proc.stderr[-2000:])
+
+
+_NO_OVERFLOW_ON_THE_WAY = r"""
+import math, warnings
+import numpy as np
+from bfloat16_dtype import bfloat16
+rng = np.random.default_rng(5)
+bad = []
+def check(vals, label):
+    x = np.asarray(vals, np.float64).astype(np.float32).astype(bfloat16)
+    w = x.astype(np.float64)
+    m, e = 1.0, 0                          # float64 significands, exponents apart: no overflow
+    for v in w.tolist():
+        f, k = math.frexp(v)
+        m, e = m * f, e + k
+        m, k = math.frexp(m)
+        e += k
+    ref = math.ldexp(m, e)                 # far below a bfloat16 ulp of error here
+    for y, lay in ((x, "contiguous"), (np.repeat(x, 2)[::2], "strided"), (x[::-1], "reversed")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = float(y.prod())
+        want = float(np.float32(ref).astype(bfloat16))
+        ulp = 2.0 ** (math.frexp(abs(want))[1] - 8) if want else 0.0
+        if caught or not abs(got - want) <= ulp:
+            bad.append((label, lay, len(vals), got, want, [str(c.message) for c in caught]))
+for n in (2, 8, 16, 17, 64, 128, 1000, 1025, 3000):
+    for big in (1e9, 1e19, 1e30, 2.0**100):
+        check([big, 1.0 / big] * (n // 2), f"alternate {big:g}")
+        check([big] * (n // 2) + [1.0 / big] * (n // 2), f"halves {big:g}")
+        v = np.array([big, 1.0 / big] * (n // 2)); rng.shuffle(v)
+        check(v, f"shuffled {big:g}")
+    logs = rng.uniform(-80, 80, n)
+    check(np.exp(logs - logs.mean()) * rng.choice([-1.0, 1.0], n), "random magnitudes")
+# subnormal factors and results near both ends of the range
+check([2.0**-133, 2.0**100, 2.0**40], "subnormal factor")
+check([2.0**-126, 2.0**-7], "subnormal result")
+check([2.0**127, 1.5, 0.75], "near the largest")
+print(len(bad), bad[:4])
+"""
+
+
+@pytest.mark.parametrize("tier", tier_params())
+def test_products_do_not_overflow_on_the_way(tier, tmp_path):
+    """np.prod of data whose exact product is in range gives it (within an ulp, no warning)
+    however large or small the partial products of its order or lanes would be: alternating,
+    sorted and shuffled factors up to 2**±100, subnormal factors, contiguous, strided and
+    reversed, at every tier (kernels/reduce.c, prod32_body; float64 reference)."""
+    env = dict(os.environ, BFLOAT16_DTYPE_ISA=tier)
+    proc = subprocess.run([sys.executable, "-c", _NO_OVERFLOW_ON_THE_WAY], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "0 []", (proc.stdout, proc.stderr[-2000:])

@@ -51,7 +51,7 @@ typedef struct {
     int (*to_f16)(const char *src, char *dst, ptrdiff_t n);   /* returns the bits of from_f64 */
     float (*sum32)(const char *src, ptrdiff_t n);
     double (*sum64)(const char *src, ptrdiff_t n);
-    float (*prod32)(const char *src, ptrdiff_t n);
+    float (*prod32)(const char *src, ptrdiff_t stride, ptrdiff_t n);
     int64_t (*cnz)(const char *src, ptrdiff_t n);
     ptrdiff_t (*argmax)(const char *src, ptrdiff_t n);
     ptrdiff_t (*argmin)(const char *src, ptrdiff_t n);
@@ -71,7 +71,7 @@ int bf16k_to_f16_baseline(const char *s, char *d, ptrdiff_t n);
 /* reduce.c */
 float bf16k_sum32_baseline(const char *s, ptrdiff_t n);
 double bf16k_sum64_baseline(const char *s, ptrdiff_t n);
-float bf16k_prod32_baseline(const char *s, ptrdiff_t n);
+float bf16k_prod32_baseline(const char *s, ptrdiff_t ss, ptrdiff_t n);
 int64_t bf16k_cnz_baseline(const char *s, ptrdiff_t n);
 
 /* argext.c */
@@ -87,7 +87,7 @@ void bf16k_from_f16_avx2(const char *s, char *d, ptrdiff_t n);
 int bf16k_to_f16_avx2(const char *s, char *d, ptrdiff_t n);
 float bf16k_sum32_avx2(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx2(const char *s, ptrdiff_t n);
-float bf16k_prod32_avx2(const char *s, ptrdiff_t n);
+float bf16k_prod32_avx2(const char *s, ptrdiff_t ss, ptrdiff_t n);
 int64_t bf16k_cnz_avx2(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmax_avx2(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmin_avx2(const char *s, ptrdiff_t n);
@@ -97,7 +97,7 @@ void bf16k_to_f32_avx512(const char *s, char *d, ptrdiff_t n);
 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n);
 float bf16k_sum32_avx512(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx512(const char *s, ptrdiff_t n);
-float bf16k_prod32_avx512(const char *s, ptrdiff_t n);
+float bf16k_prod32_avx512(const char *s, ptrdiff_t ss, ptrdiff_t n);
 int64_t bf16k_cnz_avx512(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmax_avx512(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmin_avx512(const char *s, ptrdiff_t n);

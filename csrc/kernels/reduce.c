@@ -175,8 +175,11 @@ KINLINE double sum64_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
 }
 
 #define PROD_LANES 16
+#define PROD_RENORM 64 /* factors in [1, 2) per lane between renormalisations: < 2^64 */
 
-KINLINE float prod32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+/* The plain product in 16 interleaved float32 lanes: what IEEE arithmetic gives for data holding
+ * NaN, or both a zero and an infinity (the invalid 0 * inf, a NaN's own flags). */
+KINLINE float prod32_plain(const char *s, ptrdiff_t ss, ptrdiff_t n)
 {
     float a[PROD_LANES];
     for (int j = 0; j < PROD_LANES; j++) a[j] = 1.0f;
@@ -194,6 +197,159 @@ KINLINE float prod32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
     for (int j = 0; j < 4; j++) a[j] *= a[j + 4];
     return (a[0] * a[2]) * (a[1] * a[3]);
 }
+
+/* One factor: its significand in [1, 2) multiplies m, its unbiased exponent adds to ex;
+ * zeros, infinities and NaNs count as the neutral 1 * 2^0 and are noted in sp instead (1 zero,
+ * 2 infinity, 4 NaN). Subnormals are scaled by 2^64 first (exact). Plain values, no pointers,
+ * so the lanes vectorise. */
+#define PROD_FACTOR(h, m, ex, sp, sg)                                                           \
+    do {                                                                                       \
+        uint32_t mag_ = (h) & 0x7fffu, field_ = mag_ >> 7;                                      \
+        uint32_t fin_ = (uint32_t)(field_ != 0xffu) & (uint32_t)(mag_ != 0u);                   \
+        (sp) |= (uint32_t)(mag_ == 0u) | ((uint32_t)(field_ == 0xffu) << 1) |                   \
+                ((uint32_t)(mag_ > 0x7f80u) << 2);                                             \
+        float f_ = f32_from_bits((fin_ ? mag_ : 0x3f80u) << 16) *                               \
+                   (field_ == 0u ? 0x1p64f : 1.0f);                                            \
+        uint32_t b_ = f32_bits(f_);                                                            \
+        (m) *= f32_from_bits((b_ & 0x007fffffu) | 0x3f800000u);                                 \
+        (ex) += (int32_t)(b_ >> 23) - 127 - (field_ == 0u ? 64 : 0);                            \
+        (sg) ^= (h);                                                                           \
+    } while (0)
+
+KINLINE void prod_renorm(float *m, int64_t *e)
+{
+    uint32_t b = f32_bits(*m);
+    *e += (int32_t)(b >> 23) - 127;
+    *m = f32_from_bits((b & 0x007fffffu) | 0x3f800000u);
+}
+
+/*
+ * The product of float32 factors with an unbounded exponent: each lane multiplies significands
+ * in [1, 2) in float32 (the same roundings as multiplying the values, which powers of two do not
+ * change) and adds the exponents as integers, so no partial product overflows or underflows on
+ * the way, whatever the order of the data: [1e9, 1e-9] * 64 is 1, not inf * 0 = NaN; the 16
+ * lanes with interleaved data made that order matter (tests/test_kernels_reduce.py::
+ * test_products_do_not_overflow_on_the_way). The one rounding to float32 at the end raises
+ * "overflow"/"underflow" as a float32 product ending there would. Data with a NaN, or with both
+ * a zero and an infinity, take the plain IEEE product (NaN, with its flags); else a zero gives
+ * a signed zero and an infinity a signed infinity.
+ */
+/* count (a multiple of PROD_LANES) factors into the lane accumulators, element i to lane
+ * i % PROD_LANES */
+typedef void (*prod_lanes_fn)(const char *s, ptrdiff_t ss, ptrdiff_t count, float *m, int32_t *ex,
+                              uint32_t *sp, uint32_t *sg);
+
+KINLINE void prod_lanes(const char *s, ptrdiff_t ss, ptrdiff_t count, float *m, int32_t *ex,
+                        uint32_t *sp, uint32_t *sg)
+{
+    for (ptrdiff_t k = 0; k < count; k += PROD_LANES)
+        for (int j = 0; j < PROD_LANES; j++) {
+            uint32_t h = ld16(s + (k + j) * ss);
+            PROD_FACTOR(h, m[j], ex[j], sp[j], sg[j]);
+        }
+}
+
+KINLINE float prod32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, prod_lanes_fn lanes)
+{
+    float m[PROD_LANES];
+    int64_t e[PROD_LANES];
+    uint32_t sign[PROD_LANES], special[PROD_LANES];
+    for (int j = 0; j < PROD_LANES; j++) { m[j] = 1.0f; e[j] = 0; sign[j] = 0; special[j] = 0; }
+    ptrdiff_t i = 0;
+    while (i < n) {
+        ptrdiff_t block = n - i < PROD_LANES * PROD_RENORM ? n - i : PROD_LANES * PROD_RENORM;
+        ptrdiff_t full = block / PROD_LANES * PROD_LANES;
+        int32_t ex[PROD_LANES];
+        for (int j = 0; j < PROD_LANES; j++) ex[j] = 0;
+        if (ss == 2) {
+            lanes(s + i * ss, 2, full, m, ex, special, sign);
+        }
+        else { /* strided: the block gathered, so every layout runs the tier's lanes */
+            uint16_t buf[PROD_LANES * PROD_RENORM];
+            for (ptrdiff_t k = 0; k < full; k++) buf[k] = ld16(s + (i + k) * ss);
+            lanes((const char *)buf, 2, full, m, ex, special, sign);
+        }
+        for (ptrdiff_t k = full, j = 0; k < block; k++, j++) {
+            uint32_t h = ld16(s + (i + k) * ss);
+            PROD_FACTOR(h, m[j], ex[j], special[j], sign[j]);
+        }
+        for (int j = 0; j < PROD_LANES; j++) {
+            e[j] += ex[j];
+            prod_renorm(&m[j], &e[j]);
+        }
+        i += block;
+    }
+    uint32_t any = 0, neg = 0;
+    for (int j = 0; j < PROD_LANES; j++) { any |= special[j]; neg ^= sign[j]; }
+    if ((any & 4u) || (any & 3u) == 3u) return prod32_plain(s, ss, n);
+    float zero_or_inf = (any & 1u) ? 0.0f : __builtin_inff();
+    if (any) return (neg & 0x8000u) ? -zero_or_inf : zero_or_inf;
+    /* significands in [1, 2): the tree's partial products stay below 2^16 */
+    for (int j = 0; j < 8; j++) { m[j] *= m[j + 8]; e[j] += e[j + 8]; }
+    for (int j = 0; j < 4; j++) { m[j] *= m[j + 4]; e[j] += e[j + 4]; }
+    float mant = (m[0] * m[2]) * (m[1] * m[3]);
+    int64_t expo = (e[0] + e[2]) + (e[1] + e[3]);
+    expo = expo < -2000 ? -2000 : expo > 2000 ? 2000 : expo;
+    float r = (float)ldexp((double)mant, (int)expo); /* exact in float64; one float32 rounding */
+    return (neg & 0x8000u) ? -r : r;
+}
+
+KINLINE float prod32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
+{
+    return prod32_cascade(s, ss, n, prod_lanes);
+}
+
+#if defined(BF16K_X86)
+/* prod_lanes for contiguous data in AVX2 intrinsics (GCC left the portable form scalar): the
+ * same operations per lane, so the same bits as every other tier */
+KTARGET_AVX2 static inline void prod_half_avx2(__m256i h, __m256 *m, __m256i *ex, __m256i *sp,
+                                               __m256i *sg)
+{
+    const __m256i mag = _mm256_and_si256(h, _mm256_set1_epi32(0x7fff));
+    const __m256i field = _mm256_srli_epi32(mag, 7);
+    const __m256i zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+    const __m256i ff = _mm256_cmpeq_epi32(field, _mm256_set1_epi32(0xff));
+    const __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f80));
+    const __m256i sub = _mm256_cmpeq_epi32(field, _mm256_setzero_si256());
+    *sp = _mm256_or_si256(*sp, _mm256_or_si256(_mm256_and_si256(zero, _mm256_set1_epi32(1)),
+                          _mm256_or_si256(_mm256_and_si256(ff, _mm256_set1_epi32(2)),
+                                          _mm256_and_si256(nan, _mm256_set1_epi32(4)))));
+    __m256i src = _mm256_blendv_epi8(mag, _mm256_set1_epi32(0x3f80), _mm256_or_si256(zero, ff));
+    __m256 f = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(src, 16)),
+                             _mm256_blendv_ps(_mm256_set1_ps(1.0f), _mm256_set1_ps(0x1p64f),
+                                              _mm256_castsi256_ps(sub)));
+    __m256i b = _mm256_castps_si256(f);
+    __m256i sig = _mm256_or_si256(_mm256_and_si256(b, _mm256_set1_epi32(0x007fffff)),
+                                  _mm256_set1_epi32(0x3f800000));
+    *m = _mm256_mul_ps(*m, _mm256_castsi256_ps(sig));
+    __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(b, 23), _mm256_set1_epi32(127));
+    *ex = _mm256_add_epi32(*ex, _mm256_sub_epi32(e, _mm256_and_si256(sub, _mm256_set1_epi32(64))));
+    *sg = _mm256_xor_si256(*sg, h);
+}
+
+KTARGET_AVX2 static void prod_lanes_avx2(const char *s, ptrdiff_t ss, ptrdiff_t count, float *m,
+                                         int32_t *ex, uint32_t *sp, uint32_t *sg)
+{
+    (void)ss; /* always 2 */
+    __m256 m0 = _mm256_loadu_ps(m), m1 = _mm256_loadu_ps(m + 8);
+    __m256i e0 = _mm256_loadu_si256((const __m256i *)ex), e1 = _mm256_loadu_si256((const __m256i *)(ex + 8));
+    __m256i p0 = _mm256_loadu_si256((const __m256i *)sp), p1 = _mm256_loadu_si256((const __m256i *)(sp + 8));
+    __m256i g0 = _mm256_loadu_si256((const __m256i *)sg), g1 = _mm256_loadu_si256((const __m256i *)(sg + 8));
+    for (ptrdiff_t k = 0; k < count; k += PROD_LANES) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(s + 2 * k));
+        prod_half_avx2(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(v)), &m0, &e0, &p0, &g0);
+        prod_half_avx2(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(v, 1)), &m1, &e1, &p1, &g1);
+    }
+    _mm256_storeu_ps(m, m0);
+    _mm256_storeu_ps(m + 8, m1);
+    _mm256_storeu_si256((__m256i *)ex, e0);
+    _mm256_storeu_si256((__m256i *)(ex + 8), e1);
+    _mm256_storeu_si256((__m256i *)sp, p0);
+    _mm256_storeu_si256((__m256i *)(sp + 8), p1);
+    _mm256_storeu_si256((__m256i *)sg, g0);
+    _mm256_storeu_si256((__m256i *)(sg + 8), g1);
+}
+#endif
 
 #define CNZ_BLOCK 32768
 
@@ -215,9 +371,14 @@ KINLINE int64_t cnz_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
     ATTR float bf16k_sum32_##TIER(const char *s, ptrdiff_t n) { return sum32_body(s, 2, n); }
 #define DEFINE_REDUCE(TIER, ATTR)                                                              \
     ATTR double bf16k_sum64_##TIER(const char *s, ptrdiff_t n) { return sum64_body(s, 2, n); } \
-    ATTR float bf16k_prod32_##TIER(const char *s, ptrdiff_t n) { return prod32_body(s, 2, n); }\
+    ATTR float bf16k_prod32_##TIER(const char *s, ptrdiff_t ss, ptrdiff_t n) { return PROD32_##TIER(s, ss, n); }\
     ATTR int64_t bf16k_cnz_##TIER(const char *s, ptrdiff_t n) { return cnz_body(s, 2, n); }
 
+/* the avx512 tier runs the AVX2 lanes too (tested here; an AVX-512 form is left for a CPU that
+ * can run its tests) */
+#define PROD32_baseline(s, ss, n) prod32_body(s, ss, n)
+#define PROD32_avx2(s, ss, n) prod32_cascade(s, ss, n, prod_lanes_avx2)
+#define PROD32_avx512(s, ss, n) prod32_cascade(s, ss, n, prod_lanes_avx2)
 DEFINE_SUM32(baseline, )
 DEFINE_REDUCE(baseline, )
 #if defined(BF16K_X86)
@@ -265,7 +426,7 @@ float bf16_prod_f32(const void *src, ptrdiff_t stride, ptrdiff_t n)
 {
     if (n <= 0) return 1.0f;
     const char *s = (const char *)src;
-    float r = stride == 2 ? bf16k_table_get()->prod32(s, n) : prod32_body(s, stride, n);
+    float r = bf16k_table_get()->prod32(s, stride, n);
     return r == r ? r : (float)first_nan(s, stride, n, r);
 }
 
