@@ -91,3 +91,33 @@ def test_peak_loop_rejects_bad_work(flops):
         bd._ext._gemm_peak(flops)
     with pytest.raises(TypeError):
         bd._ext._gemm_peak("1e6")
+
+
+_FUSED = r"""
+import numpy as np, warnings
+from bfloat16_dtype import bfloat16
+warnings.simplefilter("ignore")
+a = np.array([[2.0**-75, 2.0**-75, 217 * 2.0**-75]] * 8, bfloat16)
+b = np.array([[2.0**-74], [2.0**-75], [151 * 2.0**-74]], bfloat16).repeat(8, axis=1)
+tiny = int((a @ b).view(np.uint16)[0, 0])
+a = np.array([[1.0, 3e38]] * 8, bfloat16)
+b = np.array([[-np.inf], [3e38]], bfloat16).repeat(8, axis=1)
+print(hex(tiny), float((a @ b)[0, 0]))
+"""
+
+
+@pytest.mark.parametrize("tier", ("baseline", "avx2", "avx512"))
+def test_fused_and_unfused_kernels(tier, tmp_path):
+    """The avx2 and avx512 GEMM kernels fuse each multiply into its add (the product is exact
+    even below float32's normals or above its range); the portable one rounds each product to
+    float32 first: a sum of products below 2**-126 and an overflowing product beside -inf
+    differ between them (README, "Matmul")."""
+    info = bd.config()
+    if TIERS.index(tier) > TIERS.index(info["detected"]):
+        pytest.skip(f"CPU lacks the {tier} tier ({info['reason']})")
+    env = dict(os.environ, BFLOAT16_DTYPE_ISA=tier)
+    r = subprocess.run([sys.executable, "-c", _FUSED], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    want = "0x0 nan" if tier == "baseline" else "0x1 -inf"
+    assert r.stdout.split() == want.split(), r.stdout
