@@ -238,24 +238,37 @@ def render(rows: list[dict], n: int, chunk: int, info: dict, blas_env: str) -> s
     return "\n".join(lines) + "\n"
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1 (0 must not stand for "the default", as it once did)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None, log=None, echo: bool = True) -> str | None:
     """Run and print the table (``echo``); returns its Markdown (None when dask is missing)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="n = 2048 with 1024-chunks")
-    p.add_argument("--n", type=int, default=None, help="matrix size (default 16384; 2048 with --quick)")
-    p.add_argument("--chunk", type=int, default=None, help="chunk edge (default n/4; n/2 with --quick)")
-    p.add_argument("--repeats", type=int, default=None,
+    p.add_argument("--n", type=_positive_int, default=None,
+                   help="matrix size (default 16384; 2048 with --quick)")
+    p.add_argument("--chunk", type=_positive_int, default=None,
+                   help="chunk edge (default n/4; n/2 with --quick)")
+    p.add_argument("--repeats", type=_positive_int, default=None,
                    help="timed runs per case (default 3; 1 for matmul at n >= 8192)")
-    p.add_argument("--sample", type=int, default=64,
+    p.add_argument("--sample", type=_positive_int, default=64,
                    help="rows of the product checked against float64 (and 8× as many columns)")
     p.add_argument("--keep-blas-env", action="store_true",
                    help="leave OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE set for the workers")
     p.add_argument("--out", type=Path, help="also write the Markdown table here")
     args = p.parse_args(argv)
-    n = args.n or (2048 if args.quick else 16384)
-    chunk = args.chunk or max(n // (2 if args.quick else 4), 1)
-    if n < 1 or chunk < 1 or (args.repeats is not None and args.repeats < 1) or args.sample < 1:
-        p.error("--n, --chunk, --repeats and --sample must be positive")
+    n = args.n if args.n is not None else (2048 if args.quick else 16384)
+    chunk = args.chunk if args.chunk is not None else max(n // (2 if args.quick else 4), 1)
+    if args.out is not None and args.out.is_dir():  # refused before the run, not after it
+        p.error(f"--out: {str(args.out)!r} is a directory")
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     try:
         import dask.array  # noqa: F401

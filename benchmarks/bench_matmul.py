@@ -656,7 +656,10 @@ def build_matmul_memory(ctx: Context) -> Section:
             }
             return Row(*_memory_labels(call, n), cells)
 
-        def measured(index: int, n: int = n, rows: list[Row] = rows) -> Row:
+        # every name of this size is bound as a default: the tasks run after the loop has moved
+        # on, and a free ``unmeasured`` would be the last size's (its rows labelled with that n)
+        def measured(index: int, n: int = n, rows: list[Row] = rows,
+                     unmeasured: Callable[[str, Cell], Row] = unmeasured) -> Row:
             if not rows:
                 if not ours.available:
                     rows.extend(unmeasured(call, Cell.missing(ours.status)) for call in MEMORY_CALLS)

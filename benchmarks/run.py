@@ -43,8 +43,13 @@ AREAS_IN_ORDER = [
 ]
 
 
+# bfloat16_dtype.linalg._MAX_THREADS, the kernel's limit (set_num_threads refuses more). Not read
+# from the package: the thread variables must be set before numpy and the package load.
+MAX_THREADS = 1024
+
+
 def parse_size(text: str) -> int:
-    """'4096', '2^20', '2**20', '1e6', '64k', '16M' -> int."""
+    """'4096', '2^20', '2**20', '1e6', '64k', '16M' -> int (a positive whole number)."""
     t = text.strip().lower().replace("_", "")
     match = re.fullmatch(r"(\d+)\s*(?:\^|\*\*)\s*(\d+)", t)
     if match:
@@ -53,16 +58,83 @@ def parse_size(text: str) -> int:
         value = int(t[:-1]) * {"k": 2**10, "m": 2**20, "g": 2**30}[t[-1]]
     else:
         try:
-            value = int(float(t))
+            number = float(t)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a size: {text!r}") from None
+        if not math.isfinite(number):  # inf, nan
+            raise argparse.ArgumentTypeError(f"not a size: {text!r}")
+        if number <= 0:
+            raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+        if not number.is_integer():  # 1.5 was silently 1
+            raise argparse.ArgumentTypeError(f"sizes must be whole numbers, got {text!r}")
+        value = int(number)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
     return value
 
 
 def parse_sizes(text: str) -> list[int]:
-    return [parse_size(part) for part in text.split(",") if part.strip()]
+    sizes = [parse_size(part) for part in text.split(",") if part.strip()]
+    if not sizes:  # an empty list would mean "the default sizes" (the full run's) without a word
+        raise argparse.ArgumentTypeError(f"no sizes given in {text!r}")
+    return sizes
+
+
+def parse_threads(text: str) -> int:
+    try:
+        n = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= n <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_THREADS}, got {n}")
+    return n
+
+
+def directory_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be used (or created) as a directory to write into; None if it can."""
+    if path.exists():
+        if not path.is_dir():
+            return f"{str(path)!r} exists and is not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"{str(path)!r} is not writable"
+        return None
+    existing = path.parent  # the nearest existing ancestor must be a directory we may write to
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"cannot create {str(path)!r}: {str(existing)!r} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot create {str(path)!r}: {str(existing)!r} is not writable"
+    return None
+
+
+def file_problem(path: Path) -> str | None:
+    """Why a file cannot be written at ``path`` (its folders created as needed); None if it can."""
+    if path.is_dir():
+        return f"{str(path)!r} is a directory"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"{str(path)!r} is not writable"
+    return directory_problem(path.parent)
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse output paths that would fail after the run (before any measurement), and note
+    options that have no effect in the chosen run."""
+    problem = directory_problem(args.out_dir) or file_problem(args.out_dir / "report.md")
+    if problem:
+        parser.error(f"--out-dir: {problem}")
+    if args.json is not None:
+        problem = file_problem(args.json)
+        if problem:
+            parser.error(f"--json: {problem}")
+    areas = args.only or AREAS_IN_ORDER
+    notes = []
+    if args.isa and "matmul" not in areas:
+        notes.append("--isa has no effect without the matmul area (add matmul to --only)")
+    if args.dask_n is not None and not args.dask:
+        notes.append("--dask-n has no effect without --dask")
+    for note in notes:
+        print(f"{parser.prog}: note: {note}", file=sys.stderr, flush=True)
 
 
 def parse_areas(text: str) -> list[str]:
@@ -95,9 +167,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=parse_threads,
         metavar="N",
-        help="thread count for BLAS/OpenMP (set before libraries load) and torch",
+        help=f"thread count (1 to {MAX_THREADS}) for BLAS/OpenMP and our matmul kernel (set before "
+        "the libraries load) and torch",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write machine-readable results here")
     parser.add_argument(
@@ -132,8 +205,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="with --dask: matrix size of the dask section instead of 16384 (2048 with --quick)",
     )
     args = parser.parse_args(argv)
-    if args.threads is not None and args.threads < 1:
-        parser.error(f"--threads must be at least 1, got {args.threads}")
+    check_arguments(parser, args)
     return args
 
 
@@ -317,6 +389,19 @@ def strict_json(value):
     return value
 
 
+def rounds_text(rounds: int) -> str:
+    """How the report's "How to read the tables" paragraph describes the rounds of each row."""
+    if rounds <= 1:
+        return ("measured in one round per row (quick mode: the contenders one after another in a "
+                "fixed order, so a slow phase of the machine can fall on one contender alone)")
+    count = {2: "two", 3: "three", 4: "four"}.get(rounds, str(rounds))
+    reversed_in = "the second" if rounds == 2 else "every other round"
+    kept = "faster" if rounds == 2 else "fastest"
+    return (f"measured in {count} rounds per row with the contenders' order reversed in {reversed_in}, "
+            f"each contender keeping its {kept} round (the machine's speed drifts; a slow phase then "
+            "falls on every contender alike)")
+
+
 def render_report(h, sections, machine, settings, command, elapsed, plots, plot_note) -> str:
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     mode = "quick mode: CI-sized inputs, timings not representative" if settings.quick else "full mode"
@@ -327,10 +412,9 @@ def render_report(h, sections, machine, settings, command, elapsed, plots, plot_
         "",
         "**How to read the tables.** Times are the median of repeated calls after one warm-up call "
         "(calls slower than a second are timed once; calls shorter than 0.2 ms in batches of "
-        "back-to-back calls lasting about 0.2 ms, as timeit does), measured in two rounds per row with the "
-        "contenders' order reversed in the second, each contender keeping its faster round (the "
-        "machine's speed drifts; a slow phase then falls on every contender alike); each "
-        "contender's timing starts once the "
+        "back-to-back calls lasting about 0.2 ms, as timeit does), "
+        + rounds_text(settings.rounds)
+        + "; each contender's timing starts once the "
         "process's other threads are idle (OpenBLAS's workers spin for about 0.1 s after a call). "
         "*Speedup vs X* = X's time ÷ bfloat16_dtype's "
         "time: above 1 means bfloat16_dtype is faster than X, below 1 slower. Accuracy tables show "

@@ -1,13 +1,21 @@
 """Type stubs for the public API of bfloat16_dtype."""
-from typing import Any, Sequence, SupportsFloat, SupportsIndex, overload
+from typing import Any, ClassVar, Sequence, SupportsFloat, SupportsIndex, overload
 
 import numpy as np
 
 __version__: str
-__all__: list[str]
+# the runtime list (__init__.py), spelled out: type checkers read `from bfloat16_dtype import *`
+# from this literal (tests/test_stub.py checks that the two agree)
+__all__ = ["bfloat16", "dtype", "finfo", "__version__", "numerics", "matmul", "dot", "matvec", "vecmat",
+           "vdot", "inner", "get_num_threads", "set_num_threads", "num_threads", "config", "show_config",
+           "rounding", "training", "interop"]
 
 class bfloat16(np.floating[Any]):
     """A 16-bit brain floating point number (float32's sign and exponent, 7-bit mantissa)."""
+
+    #: the registered dtype, a class attribute (``bfloat16.dtype == np.dtype(bfloat16)``), not
+    #: numpy's per-instance property
+    dtype: ClassVar[np.dtype[bfloat16]]
 
     # an array or a sequence (not str or bytes, which are text) gives an array
     @overload

@@ -8,9 +8,9 @@ contract), and operands of other types are converted to bfloat16 first.
 >>> import numpy as np
 >>> from bfloat16_dtype import bfloat16, matmul
 >>> a = np.ones((2, 300), bfloat16); b = np.ones((300, 2), bfloat16)
->>> matmul(a, b)
-array([[300., 300.],
-       [300., 300.]], dtype=bfloat16)
+>>> c = matmul(a, b)    # each element sums 300 ones in float32 and rounds once: exactly 300
+>>> c.dtype == bfloat16, c.tolist()
+(True, [[300.0, 300.0], [300.0, 300.0]])
 >>> matmul(a, b, out_dtype=np.float32).dtype
 dtype('float32')
 """

@@ -443,3 +443,134 @@ def test_short_calls_are_timed_in_batches():
     t = h.measure(spinner(2 * h.BATCH_SAMPLE, long), settings)
     assert 2 * h.BATCH_SAMPLE <= t.seconds < 20 * h.BATCH_SAMPLE
     assert len(long) == 1 + t.repeats
+
+
+# ---- command-line validation: a usage error before anything runs, never a traceback ------------
+
+
+def _run_cli(tmp_path: Path, *options: str, script: Path = RUN, env: dict[str, str] | None = None,
+             ) -> subprocess.CompletedProcess:
+    """run.py (or ``script``) with ``options`` after a small valid command line (a quick memory
+    run into tmp_path, seconds), so that an option that is not refused runs little."""
+    base = ["--quick", "--no-progress", "--no-plots", "--only", "memory",
+            "--out-dir", str(tmp_path / "out")] if script == RUN else []
+    return subprocess.run(
+        [sys.executable, str(script), *base, *options],
+        cwd=tmp_path,  # as run_benchmarks: nothing is written next to the committed results
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _assert_usage_error(proc: subprocess.CompletedProcess, option: str, prog: str = "run.py") -> None:
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"{prog}: error:") and option in last, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "options, option",
+    [
+        (["--threads", "1025"], "--threads"),  # set_num_threads' limit: was a ValueError traceback
+        (["--sizes", "inf"], "--sizes"),  # was an OverflowError traceback
+        (["--sizes", ","], "--sizes"),  # was the full run's default sizes, silently
+        (["--sizes", "1.5"], "--sizes"),  # was 1, silently
+        (["--dask-n", "inf"], "--dask-n"),
+    ],
+    ids=["threads-1025", "sizes-inf", "sizes-comma", "sizes-1.5", "dask-n-inf"],
+)
+def test_bad_option_values_are_usage_errors(tmp_path, options, option):
+    proc = _run_cli(tmp_path, *options)
+    _assert_usage_error(proc, option)
+    assert not (tmp_path / "out").exists()  # refused before the run
+
+
+def test_output_paths_are_checked_before_the_run(tmp_path):
+    """--out-dir naming a file and --json naming a directory failed with a traceback after every
+    measurement had been made."""
+    a_file = tmp_path / "a_file.txt"
+    a_file.write_text("not a directory\n")
+    proc = _run_cli(tmp_path, "--out-dir", str(a_file))
+    _assert_usage_error(proc, "--out-dir")
+    proc = _run_cli(tmp_path, "--out-dir", str(a_file / "below"))
+    _assert_usage_error(proc, "--out-dir")
+    a_dir = tmp_path / "a_dir"
+    a_dir.mkdir()
+    proc = _run_cli(tmp_path, "--json", str(a_dir))
+    _assert_usage_error(proc, "--json")
+    assert "measuring" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("option", ["--n", "--chunk"])
+def test_bench_dask_refuses_zero(tmp_path, option):
+    """bench_dask.py --n 0 ran the full n = 16384 (`args.n or default`), --chunk 0 took n/4
+    (--repeats 0 and --sample 0 were already refused). A stand-in dask that
+    cannot be imported keeps an unrefused value from starting a cluster (the script then says
+    "skipped" and exits 0)."""
+    fake = tmp_path / "fake"
+    (fake / "dask").mkdir(parents=True)
+    (fake / "dask" / "__init__.py").write_text("raise ImportError('blocked by the test', name='dask')\n")
+    path = os.pathsep.join([str(fake), *filter(None, [os.environ.get("PYTHONPATH")])])
+    proc = _run_cli(tmp_path, option, "0", script=ROOT / "benchmarks" / "bench_dask.py",
+                    env={**os.environ, "PYTHONPATH": path})
+    _assert_usage_error(proc, option, prog="bench_dask.py")
+
+
+def _load_run_module():
+    spec = importlib.util.spec_from_file_location("_bench_run_under_test", RUN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_options_without_effect_are_noted(tmp_path, capsys):
+    """--isa without the matmul area and --dask-n without --dask change nothing: a note says so
+    (on stderr; not an error)."""
+    run = _load_run_module()
+    out = ["--out-dir", str(tmp_path / "out")]
+    args = run.parse_args(["--isa", "--only", "memory,sort", "--dask-n", "64", *out])
+    assert args.isa and args.dask_n == 64
+    err = capsys.readouterr().err
+    assert "--isa has no effect" in err and "--dask-n has no effect" in err
+    run.parse_args(["--isa", "--only", "sort,matmul", "--dask", "--dask-n", "64", *out])
+    run.parse_args(["--isa", *out])  # every area, matmul included
+    assert "note" not in capsys.readouterr().err
+
+
+def test_thread_limit_is_the_packages():
+    run = _load_run_module()
+    assert run.MAX_THREADS == bd.linalg._MAX_THREADS
+    assert run.parse_threads(str(run.MAX_THREADS)) == run.MAX_THREADS
+
+
+def test_quick_report_describes_its_single_round(quick_run):
+    """--quick times each row in one round (Settings.for_mode): the report must not say two."""
+    _, report, data, _ = quick_run
+    assert "two rounds" not in report
+    assert "one round per row" in report
+
+
+def test_matmul_memory_rows_carry_their_own_size():
+    """With several sizes and no measurement (here: our package unavailable), every size's rows
+    were labelled, and computed, with the last size (a free variable in the tasks' closure)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _harness as h
+        import bench_matmul
+    finally:
+        sys.path.pop(0)
+
+    class Unavailable:
+        key, label, available, status = h.OURS, "bfloat16_dtype", False, "not installed"
+
+    ctx = h.Context(h.Settings.for_mode(True, sizes=[64, 128]), [Unavailable()])
+    section = bench_matmul.build_matmul_memory(ctx)
+    rows = [task.run() for task in section.tasks]  # after building, as run.py runs them
+    assert [r.size for r in rows] == ["64×64 @ 64", "64×64 @ 64×64", "128×128 @ 128", "128×128 @ 128×128"]
+    assert [r.cells["inputs"].value for r in rows] == [
+        2 * (n * n + n * cols) for n in (64, 128) for cols in (1, n)
+    ]
+    assert all(r.cells["measured"].text == "not installed" for r in rows)
