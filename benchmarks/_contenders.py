@@ -116,6 +116,12 @@ class NumpyContender(Contender):
     def sort(self, a):
         return np.sort(a)
 
+    def index(self, idx: np.ndarray) -> np.ndarray:
+        return idx
+
+    def add_at(self, target, idx, values):
+        np.add.at(target, idx, values)
+
     def argsort(self, a):
         return np.argsort(a)
 
@@ -293,6 +299,12 @@ class TorchContender(Contender):
 
     def sort(self, a):
         return self.torch.sort(a)
+
+    def index(self, idx: np.ndarray):
+        return self.torch.from_numpy(idx)
+
+    def add_at(self, target, idx, values):
+        target.index_add_(0, idx, values)
 
     def argsort(self, a):
         return self.torch.argsort(a)

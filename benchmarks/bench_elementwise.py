@@ -82,11 +82,17 @@ def build_convert(ctx: Context) -> Section:
             dst = c.empty_f32(n)
             return lambda: c.cast_into(dst, src)
 
+        def from_i64_strided(c, n=n):  # every other element of an integer array: a[::2]
+            src = c.source_f32((ctx.uniform_f32(2 * n) * 2.0**20).astype("int64"))[::2]
+            dst = c.empty(n)
+            return lambda: c.cast_into(dst, src)
+
         for op, setup, work in (("float32 → dtype", to_dtype, traffic), ("dtype → float32", to_f32, traffic),
                                 ("float64 → dtype", from_f64, traffic64),
                                 ("dtype → float64", to_f64, traffic64),
                                 ("int64 → dtype", from_i64, traffic64),
-                                ("dtype[::2] → float32", to_f32_strided, traffic)):
+                                ("dtype[::2] → float32", to_f32_strided, traffic),
+                                ("int64[::2] → dtype", from_i64_strided, traffic64)):
             section.add(
                 f"{op} {size}",
                 lambda op=op, setup=setup, size=size, traffic=work: speed_row(

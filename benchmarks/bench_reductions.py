@@ -3,6 +3,7 @@ in bench_accuracy)."""
 
 from __future__ import annotations
 
+import numpy as np
 from _harness import ONE_THREAD_NOTE, Context, Section, format_count, speed_row
 
 
@@ -25,7 +26,9 @@ def build_reductions(ctx: Context) -> Section:
         title="Reductions",
         note=(
             "Time per call of `np.sum(a)`, `np.mean(a)` and `a.argmax()` (torch: `torch.sum/mean`, "
-            "`a.argmax()`) over the whole array, and GB/s of input read. "
+            "`a.argmax()`) over the whole array, and GB/s of input read; `np.add.at(t, idx, v)` "
+            "(torch: `t.index_add_(0, idx, v)`) with as many random indices into a target of "
+            "4,096 elements, and GB/s of values and indices read. "
             f"Our kernels ran the `{kernel_tier()}` tier. "
             + ONE_THREAD_NOTE
         ),
@@ -53,6 +56,22 @@ def build_reductions(ctx: Context) -> Section:
                     ctx, section, name, size, setup, work=traffic
                 ),
             )
+
+        def scatter(c, n=n):  # a scatter-add: repeated indices accumulate
+            idx = c.index((ctx.uniform_f32(n, 2) * 4096).astype(np.int64) % 4096)
+            values = c.from_f32(ctx.uniform_f32(n, 3))
+            target = c.from_f32(np.zeros(4096, np.float32))
+            return lambda: c.add_at(target, idx, values)
+
+        def scatter_traffic(c, n=n):
+            return n * (c.itemsize() + 8)
+
+        section.add(
+            f"add.at {size}",
+            lambda setup=scatter, size=size, traffic=scatter_traffic: speed_row(
+                ctx, section, "add.at", size, setup, work=traffic
+            ),
+        )
     return section
 
 

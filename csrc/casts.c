@@ -1,8 +1,9 @@
 /*
  * casts.c - casts between bfloat16 and every numpy type, registered with their safety levels.
  *
- * Legacy cast functions work on aligned, contiguous, native-byte-order buffers; the casts
- * given to the DType spec (copy, to text and object, from complex) are strided ArrayMethods.
+ * The casts given to the DType spec are strided ArrayMethods: the copy, every numeric cast
+ * (bool, integers, floats, complex), to text and object. Only object and fixed-width text into
+ * bfloat16 remain legacy cast functions (aligned, contiguous, native-byte-order buffers).
  * Safety follows numpy's float16 where the issue does not say otherwise:
  *   bfloat16 -> float32/float64/longdouble/complex*: safe;  bool/int8/uint8 -> bfloat16: safe;
  *   float <-> bfloat16 and wider ints -> bfloat16: same_kind;  bfloat16 -> ints/bool and
@@ -22,10 +23,51 @@ PyObject *bf16_complex_warning = NULL; /* numpy.exceptions.ComplexWarning, set o
  * these casts when the output needs one. */
 #define NOTE_INTO(from, fsize, to, n) \
     bf16_reduction_cast((const char *)(from), (fsize), 0, (char *)(to), 2, 1, (n))
-#define NOTE_FROM(from, to, tsize, n) \
-    bf16_reduction_cast((const char *)(from), 2, 1, (char *)(to), (tsize), 0, (n))
 
 /* ---- into bfloat16 ------------------------------------------------------------------- */
+
+/*
+ * The numeric casts into and out of bfloat16 (integers, bool, float16, long double, complex)
+ * are strided ArrayMethods (numeric_cast_specs below): each kernel here takes byte strides,
+ * keeps a constant-stride branch for contiguous data (the loop the compiler vectorises) and
+ * reads and writes through memcpy, so any alignment will do. NumPy swaps non-native data on
+ * the way in or out. Each returns the IEEE conditions it found (CAST_INVALID, ...); the loop
+ * raises them once (tests/test_casts_strided.py, the *_every_layout tests).
+ */
+#define CAST_INVALID 1
+#define CAST_OVERFLOW 2
+#define CAST_UNDERFLOW 4
+
+static void
+raise_cast_flags(int flags)
+{
+    if (flags & CAST_INVALID) {
+        bf16_raise_invalid();
+    }
+    if (flags & CAST_OVERFLOW) {
+        bf16_raise_overflow();
+    }
+    if (flags & CAST_UNDERFLOW) {
+        feraiseexcept(FE_UNDERFLOW);
+    }
+}
+
+/* A loop over n elements at byte strides ss and ds, written once and compiled twice: with the
+ * element sizes as constant strides when both sides are contiguous, and with the given ones. */
+#define AT_STRIDES(ss, ds, SSIZE, DSIZE, ...) /* ...: the body, which may hold commas */ \
+    do {                                                                               \
+        if ((ss) == (SSIZE) && (ds) == (DSIZE)) {                                      \
+            const npy_intp ss_ = (SSIZE), ds_ = (DSIZE);                               \
+            __VA_ARGS__                                                                \
+        }                                                                              \
+        else {                                                                         \
+            const npy_intp ss_ = (ss), ds_ = (ds);                                     \
+            __VA_ARGS__                                                                \
+        }                                                                              \
+    } while (0)
+#define LOAD_AT(T, p, stride, i) ({ T v_; memcpy(&v_, (const char *)(p) + (i) * (stride), sizeof(T)); v_; })
+#define STORE_AT(T, p, stride, i, v) \
+    do { T v_ = (v); memcpy((char *)(p) + (i) * (stride), &v_, sizeof(T)); } while (0)
 
 /*
  * Integers round once, in blocks through the bulk kernels: a block whose magnitudes are at most
@@ -33,36 +75,47 @@ PyObject *bf16_complex_warning = NULL; /* numpy.exceptions.ComplexWarning, set o
  * float64 (exact below 2^53, rounded to odd above: 53 bits keep all that bfloat16's 8 need to
  * round once) and rounds in the float64 one (tests/test_conversions.py::
  * test_int64_matches_exact_rounding, ::test_small_ints_exhaustive,
- * ::test_int32_random_match_exact_rounding, tests/test_kernels_convert.py::test_integers_round_once and
- * tests/test_casts.py::test_ints_to_bf16). No integer reaches bfloat16's overflow threshold.
+ * ::test_int32_random_match_exact_rounding, tests/test_kernels_convert.py::test_integers_round_once,
+ * tests/test_casts.py::test_ints_to_bf16 and, in every layout, tests/test_casts_strided.py::
+ * test_int_edges_to_bf16_every_layout). No integer reaches bfloat16's overflow threshold, so
+ * these raise no IEEE flag.
  */
 #define INT_BLOCK 512
 #define INT_TO_BF16(NAME, T, UT, IS_SIGNED)                                             \
-    static void NAME##_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)     \
+    /* the block's values as float32 (exact when it returns 1: every |value| <= 2^24) */   \
+    static inline __attribute__((always_inline)) int                                   \
+    NAME##_block_as_f32(const char *in, npy_intp ss, npy_intp m, float *f)             \
     {                                                                                  \
-        (void)a; (void)b;                                                              \
+        int small = 1;                                                                 \
+        for (npy_intp i = 0; i < m; i++) {                                             \
+            T v = LOAD_AT(T, in, ss, i);                                               \
+            small &= sizeof(T) <= 2 || (IS_SIGNED ? (UT)((UT)v + (1u << 24)) <= (1u << 25) \
+                                                  : (UT)v <= (1u << 24));              \
+            f[i] = (float)(int32_t)v;                                                  \
+        }                                                                              \
+        return small;                                                                  \
+    }                                                                                  \
+    static int NAME##_to_bf16(const char *from, npy_intp ss, char *to, npy_intp ds,     \
+                               npy_intp n)                                             \
+    {                                                                                  \
         union { float f[INT_BLOCK]; double d[INT_BLOCK]; } buf;                        \
         for (npy_intp i0 = 0; i0 < n; i0 += INT_BLOCK) {                               \
             npy_intp m = n - i0 < INT_BLOCK ? n - i0 : INT_BLOCK;                      \
-            char *out = (char *)to + 2 * i0;                                           \
-            int small = 1;                                                             \
-            for (npy_intp i = 0; i < m; i++) {                                         \
-                T v = LOAD(T, from, i0 + i);                                           \
-                small &= sizeof(T) <= 2 || (IS_SIGNED ? (UT)((UT)v + (1u << 24)) <= (1u << 25) \
-                                                      : (UT)v <= (1u << 24));          \
-                buf.f[i] = (float)(int32_t)v; /* what the block keeps if small */      \
-            }                                                                          \
+            const char *in = from + ss * i0;                                           \
+            int small = ss == (npy_intp)sizeof(T)                                      \
+                            ? NAME##_block_as_f32(in, sizeof(T), m, buf.f) /* vectorises */ \
+                            : NAME##_block_as_f32(in, ss, m, buf.f);                   \
             if (small) {                                                               \
-                bf16_from_f32_array(buf.f, 4, out, 2, m, NULL);                        \
+                bf16_from_f32_array(buf.f, 4, to + ds * i0, ds, m, NULL);              \
             }                                                                          \
             else {                                                                     \
                 for (npy_intp i = 0; i < m; i++)                                       \
-                    buf.d[i] = IS_SIGNED ? i64_to_f64_round_odd((int64_t)LOAD(T, from, i0 + i)) \
-                                         : u64_to_f64_round_odd((uint64_t)LOAD(T, from, i0 + i)); \
-                bf16_from_f64_array(buf.d, 8, out, 2, m, NULL, NULL);                  \
+                    buf.d[i] = IS_SIGNED ? i64_to_f64_round_odd((int64_t)LOAD_AT(T, in, ss, i)) \
+                                         : u64_to_f64_round_odd((uint64_t)LOAD_AT(T, in, ss, i)); \
+                bf16_from_f64_array(buf.d, 8, to + ds * i0, ds, m, NULL, NULL);        \
             }                                                                          \
         }                                                                              \
-        NOTE_INTO(from, sizeof(T), to, n);                                             \
+        return 0;                                                                      \
     }
 INT_TO_BF16(byte, npy_byte, npy_uint32, 1)
 INT_TO_BF16(short, npy_short, npy_uint32, 1)
@@ -75,40 +128,59 @@ INT_TO_BF16(longlong, npy_longlong, npy_ulonglong, 1)
 INT_TO_BF16(ulong, npy_ulong, npy_ulong, 0)
 INT_TO_BF16(ulonglong, npy_ulonglong, npy_ulonglong, 0)
 
-static void
-bool_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
+static int
+bool_to_bf16(const char *from, npy_intp ss, char *to, npy_intp ds, npy_intp n)
 {
-    (void)a; (void)b;
-    for (npy_intp i = 0; i < n; i++) {
-        STORE(bf16_t, to, i, LOAD(npy_bool, from, i) ? 0x3f80 : 0);
-    }
-    NOTE_INTO(from, 1, to, n);
+    AT_STRIDES(ss, ds, 1, 2, {
+        for (npy_intp i = 0; i < n; i++) {
+            /* no branch: random booleans would mispredict one */
+            STORE_AT(bf16_t, to, ds_, i, (bf16_t)((LOAD_AT(npy_bool, from, ss_, i) != 0) * 0x3f80u));
+        }
+    });
+    return 0;
 }
 
-static void
-half_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
+/*
+ * float16 <-> bfloat16 run in the contiguous SIMD kernels (bf16_from_f16_array,
+ * bf16_to_f16_array); strided data goes through them in blocks gathered into, and scattered
+ * from, two small buffers.
+ */
+#define HALF_BLOCK 512
+static int
+half_to_bf16(const char *from, npy_intp ss, char *to, npy_intp ds, npy_intp n)
 {
-    (void)a; (void)b;
-    bf16_from_f16_array(from, to, n);
-    NOTE_INTO(from, 2, to, n);
+    if (ss == 2 && ds == 2) {
+        bf16_from_f16_array(from, to, n);
+        return 0;
+    }
+    uint16_t in[HALF_BLOCK], out[HALF_BLOCK];
+    for (npy_intp i0 = 0; i0 < n; i0 += HALF_BLOCK) {
+        npy_intp m = n - i0 < HALF_BLOCK ? n - i0 : HALF_BLOCK;
+        for (npy_intp i = 0; i < m; i++) {
+            memcpy(&in[i], from + (i0 + i) * ss, 2);
+        }
+        bf16_from_f16_array(in, out, m);
+        for (npy_intp i = 0; i < m; i++) {
+            memcpy(to + (i0 + i) * ds, &out[i], 2);
+        }
+    }
+    return 0;
 }
 
 /* long double rounds once to bfloat16 and reports overflow of a finite value to inf. */
-static void
-longdouble_to_bf16(void *from, void *to, npy_intp n, void *a, void *b)
+static int
+longdouble_to_bf16(const char *from, npy_intp ss, char *to, npy_intp ds, npy_intp n)
 {
-    (void)a; (void)b;
     int overflow = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        long double v = LOAD(long double, from, i);
-        bf16_t h = ld_to_bf16(v);
-        overflow |= bf16_isinf(h) && isfinite(v);
-        STORE(bf16_t, to, i, h);
-    }
-    NOTE_INTO(from, sizeof(long double), to, n);
-    if (overflow) {
-        bf16_raise_overflow();
-    }
+    AT_STRIDES(ss, ds, (npy_intp)sizeof(long double), 2, {
+        for (npy_intp i = 0; i < n; i++) {
+            long double v = LOAD_AT(long double, from, ss_, i);
+            bf16_t h = ld_to_bf16(v);
+            overflow |= bf16_isinf(h) && isfinite(v);
+            STORE_AT(bf16_t, to, ds_, i, h);
+        }
+    });
+    return overflow ? CAST_OVERFLOW : 0;
 }
 
 static void
@@ -222,9 +294,9 @@ unicode_to_bf16(void *from, void *to, npy_intp n, void *fromarr, void *b)
 /*
  * The bulk of a cast to an integer: a value with |x| < 2^31 (or -2^31 itself, 0xcf00) truncates
  * to the same int32 whatever the target, so blocks of those convert through int32 with no
- * branch (the loop vectorises; other lanes convert 0, so no conversion raises a flag the
- * element function would not). A block holding anything else (|x| >= 2^31, inf, NaN) is redone
- * by the element function above, which sets its values and the invalid flag.
+ * branch (the contiguous loop vectorises; other lanes convert 0, so no conversion raises a flag
+ * the element function would not). A block holding anything else (|x| >= 2^31, inf, NaN) is
+ * redone by the element function above, which sets its values and the invalid flag.
  * Compared with float32's casts over all 65,536 inputs at every tier by
  * tests/test_casts.py::test_bf16_to_int_casts_exhaustive_every_tier.
  */
@@ -241,21 +313,38 @@ bf16_trunc_i32(bf16_t h, uint32_t *outside)
 
 #define BF16_INT_BLOCK 256
 
+/* Strided data is gathered into (and scattered from) a block buffer, so that the conversion
+ * always runs the contiguous loop, which vectorises. */
 #define BF16_TO_INT_TIER(NAME, T, TIER, ATTR)                                          \
-    ATTR static int bf16_to_##NAME##_##TIER(const char *from, char *to, npy_intp n)    \
+    ATTR static int bf16_to_##NAME##_##TIER(const char *from, npy_intp ss, char *to,   \
+                                             npy_intp ds, npy_intp n)                  \
     {                                                                                  \
         int invalid = 0;                                                               \
+        bf16_t in[BF16_INT_BLOCK];                                                     \
+        T out[BF16_INT_BLOCK];                                                         \
         for (npy_intp i0 = 0; i0 < n; i0 += BF16_INT_BLOCK) {                          \
             npy_intp len = n - i0 < BF16_INT_BLOCK ? n - i0 : BF16_INT_BLOCK;           \
-            const char *f = from + 2 * i0;                                             \
-            char *t = to + sizeof(T) * i0;                                             \
+            const char *f = from + ss * i0;                                            \
+            char *t = to + ds * i0;                                                    \
+            if (ss != 2) {                                                             \
+                for (npy_intp i = 0; i < len; i++) {                                   \
+                    memcpy(&in[i], f + i * ss, 2);                                     \
+                }                                                                      \
+                f = (const char *)in;                                                  \
+            }                                                                          \
+            char *o = ds == (npy_intp)sizeof(T) ? t : (char *)out;                     \
             uint32_t outside = 0;                                                      \
             for (npy_intp i = 0; i < len; i++) {                                       \
-                STORE(T, t, i, (T)bf16_trunc_i32(LOAD(bf16_t, f, i), &outside));  \
+                STORE(T, o, i, (T)bf16_trunc_i32(LOAD(bf16_t, f, i), &outside));      \
             }                                                                          \
             if (outside) {                                                             \
                 for (npy_intp i = 0; i < len; i++) {                                   \
-                    STORE(T, t, i, bf16_to_##NAME##_element(LOAD(bf16_t, f, i), &invalid)); \
+                    STORE(T, o, i, bf16_to_##NAME##_element(LOAD(bf16_t, f, i), &invalid)); \
+                }                                                                      \
+            }                                                                          \
+            if (o != t) {                                                              \
+                for (npy_intp i = 0; i < len; i++) {                                   \
+                    memcpy(t + i * ds, &out[i], sizeof(T));                            \
                 }                                                                      \
             }                                                                          \
         }                                                                              \
@@ -268,23 +357,22 @@ bf16_trunc_i32(bf16_t h, uint32_t *outside)
                      __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2")))) \
     BF16_TO_INT_TIER(NAME, T, avx2, __attribute__((target("avx2"))))
 #define BF16_TO_INT_PICK_(NAME)                                                        \
-    bf16_cpu_tier() >= BF16_TIER_AVX512 ? bf16_to_##NAME##_avx512(from, to, n)         \
-    : bf16_cpu_tier() >= BF16_TIER_AVX2 ? bf16_to_##NAME##_avx2(from, to, n)           \
-                                        : bf16_to_##NAME##_baseline(from, to, n)
+    bf16_cpu_tier() >= BF16_TIER_AVX512 ? bf16_to_##NAME##_avx512(from, ss, to, ds, n) \
+    : bf16_cpu_tier() >= BF16_TIER_AVX2 ? bf16_to_##NAME##_avx2(from, ss, to, ds, n)   \
+                                        : bf16_to_##NAME##_baseline(from, ss, to, ds, n)
 #else
 #define BF16_TO_INT_X86_(NAME, T)
-#define BF16_TO_INT_PICK_(NAME) bf16_to_##NAME##_baseline(from, to, n)
+#define BF16_TO_INT_PICK_(NAME) bf16_to_##NAME##_baseline(from, ss, to, ds, n)
 #endif
 
 #define BF16_TO_INT(NAME, T)                                                           \
     BF16_TO_INT_ELEMENT(NAME, T)                                                       \
     BF16_TO_INT_TIER(NAME, T, baseline, )                                              \
     BF16_TO_INT_X86_(NAME, T)                                                          \
-    static void bf16_to_##NAME(void *from, void *to, npy_intp n, void *a, void *b)     \
+    static int bf16_to_##NAME(const char *from, npy_intp ss, char *to, npy_intp ds,    \
+                              npy_intp n)                                              \
     {                                                                                  \
-        (void)a; (void)b;                                                              \
-        if (BF16_TO_INT_PICK_(NAME)) bf16_raise_invalid();                             \
-        NOTE_FROM(from, to, sizeof(T), n);                                             \
+        return (BF16_TO_INT_PICK_(NAME)) ? CAST_INVALID : 0;                           \
     }
 BF16_TO_INT(byte, npy_byte)
 BF16_TO_INT(ubyte, npy_ubyte)
@@ -297,50 +385,65 @@ BF16_TO_INT(ulong, npy_ulong)
 BF16_TO_INT(longlong, npy_longlong)
 BF16_TO_INT(ulonglong, npy_ulonglong)
 
-static void
-bf16_to_bool(void *from, void *to, npy_intp n, void *a, void *b)
+static int
+bf16_to_bool(const char *from, npy_intp ss, char *to, npy_intp ds, npy_intp n)
 {
-    (void)a; (void)b;
-    for (npy_intp i = 0; i < n; i++) {
-        STORE(npy_bool, to, i, !bf16_iszero(LOAD(bf16_t, from, i)));
-    }
-    NOTE_FROM(from, to, 1, n);
+    AT_STRIDES(ss, ds, 2, 1, {
+        for (npy_intp i = 0; i < n; i++) {
+            STORE_AT(npy_bool, to, ds_, i, !bf16_iszero(LOAD_AT(bf16_t, from, ss_, i)));
+        }
+    });
+    return 0;
 }
 
-static void
-bf16_to_half(void *from, void *to, npy_intp n, void *a, void *b)
+static int
+bf16_to_half(const char *from, npy_intp ss, char *to, npy_intp ds, npy_intp n)
 {
-    (void)a; (void)b;
     int overflow = 0, underflow = 0;
-    bf16_to_f16_array(from, to, n, &overflow, &underflow);
-    NOTE_FROM(from, to, 2, n);
-    if (overflow) {
-        bf16_raise_overflow();
+    if (ss == 2 && ds == 2) {
+        bf16_to_f16_array(from, to, n, &overflow, &underflow);
     }
-    if (underflow) {
-        feraiseexcept(FE_UNDERFLOW);
+    else {
+        uint16_t in[HALF_BLOCK], out[HALF_BLOCK];
+        for (npy_intp i0 = 0; i0 < n; i0 += HALF_BLOCK) {
+            npy_intp m = n - i0 < HALF_BLOCK ? n - i0 : HALF_BLOCK;
+            for (npy_intp i = 0; i < m; i++) {
+                memcpy(&in[i], from + (i0 + i) * ss, 2);
+            }
+            bf16_to_f16_array(in, out, m, &overflow, &underflow);
+            for (npy_intp i = 0; i < m; i++) {
+                memcpy(to + (i0 + i) * ds, &out[i], 2);
+            }
+        }
     }
+    return (overflow ? CAST_OVERFLOW : 0) | (underflow ? CAST_UNDERFLOW : 0);
 }
 
-#define BF16_TO_WIDE(NAME, T)                                                          \
-    static void bf16_to_##NAME(void *from, void *to, npy_intp n, void *a, void *b)     \
-    {                                                                                  \
-        (void)a; (void)b;                                                              \
-        for (npy_intp i = 0; i < n; i++)                                               \
-            STORE(T, to, i, (T)bf16_to_f32(LOAD(bf16_t, from, i)));                    \
-        NOTE_FROM(from, to, sizeof(T), n);                                             \
-    }
-BF16_TO_WIDE(longdouble, long double)
+/* bfloat16 -> long double and complex: exact; the widening of a signalling NaN beyond float32
+ * raises "invalid" as numpy's float32 -> float64 does. */
+static int
+bf16_to_longdouble(const char *from, npy_intp ss, char *to, npy_intp ds, npy_intp n)
+{
+    AT_STRIDES(ss, ds, 2, (npy_intp)sizeof(long double), {
+        for (npy_intp i = 0; i < n; i++) {
+            STORE_AT(long double, to, ds_, i, (long double)bf16_to_f32(LOAD_AT(bf16_t, from, ss_, i)));
+        }
+    });
+    return 0;
+}
 
 #define BF16_TO_COMPLEX(NAME, T)                                                       \
-    static void bf16_to_##NAME(void *from, void *to, npy_intp n, void *a, void *b)     \
+    static int bf16_to_##NAME(const char *from, npy_intp ss, char *to, npy_intp ds,    \
+                               npy_intp n)                                             \
     {                                                                                  \
-        (void)a; (void)b;                                                              \
-        for (npy_intp i = 0; i < n; i++) {                                             \
-            STORE(T, to, 2 * i, (T)bf16_to_f32(LOAD(bf16_t, from, i)));                \
-            STORE(T, to, 2 * i + 1, (T)0);                                             \
-        }                                                                              \
-        NOTE_FROM(from, to, 2 * sizeof(T), n);                                         \
+        AT_STRIDES(ss, ds, 2, (npy_intp)(2 * sizeof(T)), {                             \
+            for (npy_intp i = 0; i < n; i++) {                                         \
+                STORE_AT(T, to + i * ds_, sizeof(T), 0,                                \
+                         (T)bf16_to_f32(LOAD_AT(bf16_t, from, ss_, i)));               \
+                STORE_AT(T, to + i * ds_, sizeof(T), 1, (T)0);                         \
+            }                                                                          \
+        });                                                                            \
+        return 0;                                                                      \
     }
 BF16_TO_COMPLEX(cfloat, float)
 BF16_TO_COMPLEX(cdouble, double)
@@ -887,11 +990,10 @@ bf16_to_f32_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
 }
 
 /* Native byte order on both sides (NumPy swaps other data on the way in or out); the other
- * side's default descriptor when it is not given. */
-static NPY_CASTING
-float_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
-                               PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
-                               PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
+ * side's default descriptor when it is not given. 0, or -1 with an exception set. */
+static int
+native_cast_descriptors(PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
+                        PyArray_Descr **loop)
 {
     for (int i = 0; i < 2; i++) {
         if (given[i] != NULL && PyArray_ISNBO(given[i]->byteorder)) {
@@ -909,8 +1011,19 @@ float_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method
             if (i == 1) {
                 Py_DECREF(loop[0]);
             }
-            return (NPY_CASTING)-1;
+            return -1;
         }
+    }
+    return 0;
+}
+
+static NPY_CASTING
+float_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                               PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
+                               PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
+{
+    if (native_cast_descriptors(dtypes, given, loop) < 0) {
+        return (NPY_CASTING)-1;
     }
     /* the specs' levels: into bfloat16 same_kind, out of it safe; same_value where NumPy has it */
     int level = dtypes[1]->type_num == bf16_type_num ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING;
@@ -968,11 +1081,169 @@ fill_float_cast_specs(void)
     }
 }
 
+/* ---- bfloat16 <-> bool, integers, float16, long double; bfloat16 -> complex -------------
+ * Strided ArrayMethods for the same reason as the float casts above: as legacy cast functions,
+ * a[::2].astype(np.int32) ran through NumPy's buffering at 20-200 times the contiguous cast's
+ * time (benchmarks/bench_elementwise.py, "int64[::2] → dtype" row). The kernels are the ones above;
+ * each loop raises their IEEE conditions and tells the reduction in flight what it copied.
+ *
+ * The levels are numpy's float16 rules (tests/test_casts_strided.py::
+ * test_can_cast_every_level_like_float16): bool/int8/uint8 -> bfloat16 safe, the wider
+ * integers and long double -> bfloat16 same_kind; bfloat16 -> bool/integers unsafe, to long
+ * double and complex safe; bfloat16 <-> float16 same_kind both ways, neither safe (each loses
+ * range or precision). None declares casting="same_value" (TypeError, as when they were legacy
+ * casts: tests/test_casts.py::test_same_value_casts). */
+static NPY_CASTING
+numeric_cast_level(int other, int into)
+{
+    if (into) {
+        return other == NPY_BOOL || other == NPY_BYTE || other == NPY_UBYTE
+                   ? NPY_SAFE_CASTING : NPY_SAME_KIND_CASTING;
+    }
+    switch (other) {
+        case NPY_HALF:
+            return NPY_SAME_KIND_CASTING;
+        case NPY_LONGDOUBLE: case NPY_CFLOAT: case NPY_CDOUBLE: case NPY_CLONGDOUBLE:
+            return NPY_SAFE_CASTING;
+        default:
+            return NPY_UNSAFE_CASTING; /* bool and the integers */
+    }
+}
+
+static NPY_CASTING
+numeric_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                                 PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
+                                 PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
+{
+    if (native_cast_descriptors(dtypes, given, loop) < 0) {
+        return (NPY_CASTING)-1;
+    }
+    int into = dtypes[1]->type_num == bf16_type_num;
+    return numeric_cast_level(dtypes[into ? 0 : 1]->type_num, into);
+}
+
+#define NUMERIC_LOOP(KERNEL, INTO)                                                     \
+    static int KERNEL##_loop(PyArrayMethod_Context *NPY_UNUSED(context),               \
+                             char *const *data, const npy_intp *dimensions,            \
+                             const npy_intp *strides, NpyAuxData *NPY_UNUSED(auxdata)) \
+    {                                                                                  \
+        int flags = KERNEL(data[0], strides[0], data[1], strides[1], dimensions[0]);   \
+        bf16_reduction_cast(data[0], strides[0], !(INTO), data[1], strides[1], (INTO), \
+                            dimensions[0]);                                            \
+        raise_cast_flags(flags);                                                       \
+        return 0;                                                                      \
+    }
+#define NUMERIC_LOOPS(NAME) NUMERIC_LOOP(NAME##_to_bf16, 1) NUMERIC_LOOP(bf16_to_##NAME, 0)
+NUMERIC_LOOPS(bool)
+NUMERIC_LOOPS(byte)
+NUMERIC_LOOPS(ubyte)
+NUMERIC_LOOPS(short)
+NUMERIC_LOOPS(ushort)
+NUMERIC_LOOPS(int)
+NUMERIC_LOOPS(uint)
+NUMERIC_LOOPS(long)
+NUMERIC_LOOPS(ulong)
+NUMERIC_LOOPS(longlong)
+NUMERIC_LOOPS(ulonglong)
+NUMERIC_LOOPS(half)
+NUMERIC_LOOPS(longdouble)
+NUMERIC_LOOP(bf16_to_cfloat, 0)
+NUMERIC_LOOP(bf16_to_cdouble, 0)
+NUMERIC_LOOP(bf16_to_clongdouble, 0)
+
+typedef struct {
+    const char *name;
+    int other;   /* the other type's number */
+    int into;    /* 1: other -> bfloat16; 0: bfloat16 -> other */
+    PyArrayMethod_StridedLoop *loop;
+    int no_fp_errors; /* the kernel raises no IEEE flag (no hardware conversion that can) */
+} numeric_cast;
+
+#define INT_CASTS(NUM, NAME)                                         \
+    {#NAME "_to_bfloat16", NUM, 1, NAME##_to_bf16_loop, 1},          \
+    {"bfloat16_to_" #NAME, NUM, 0, bf16_to_##NAME##_loop, 0}
+static const numeric_cast numeric_casts[] = {
+    {"bool_to_bfloat16", NPY_BOOL, 1, bool_to_bf16_loop, 1},
+    {"bfloat16_to_bool", NPY_BOOL, 0, bf16_to_bool_loop, 1},
+    INT_CASTS(NPY_BYTE, byte),
+    INT_CASTS(NPY_UBYTE, ubyte),
+    INT_CASTS(NPY_SHORT, short),
+    INT_CASTS(NPY_USHORT, ushort),
+    INT_CASTS(NPY_INT, int),
+    INT_CASTS(NPY_UINT, uint),
+    INT_CASTS(NPY_LONG, long),
+    INT_CASTS(NPY_ULONG, ulong),
+    INT_CASTS(NPY_LONGLONG, longlong),
+    INT_CASTS(NPY_ULONGLONG, ulonglong),
+    /* a signalling NaN raises "invalid" in the float16 kernels */
+    {"float16_to_bfloat16", NPY_HALF, 1, half_to_bf16_loop, 0},
+    {"bfloat16_to_float16", NPY_HALF, 0, bf16_to_half_loop, 0},
+    {"longdouble_to_bfloat16", NPY_LONGDOUBLE, 1, longdouble_to_bf16_loop, 0},
+    /* widening a signalling NaN beyond float32 raises "invalid" */
+    {"bfloat16_to_longdouble", NPY_LONGDOUBLE, 0, bf16_to_longdouble_loop, 0},
+    {"bfloat16_to_complex64", NPY_CFLOAT, 0, bf16_to_cfloat_loop, 1}, /* no conversion */
+    {"bfloat16_to_complex128", NPY_CDOUBLE, 0, bf16_to_cdouble_loop, 0},
+    {"bfloat16_to_clongdouble", NPY_CLONGDOUBLE, 0, bf16_to_clongdouble_loop, 0},
+};
+#define N_NUMERIC_CASTS ((int)(sizeof(numeric_casts) / sizeof(numeric_casts[0])))
+
+static PyArrayMethod_Spec numeric_cast_specs[N_NUMERIC_CASTS];
+static PyArray_DTypeMeta *numeric_cast_dtypes[N_NUMERIC_CASTS][2];
+static PyType_Slot numeric_cast_slots[N_NUMERIC_CASTS][4];
+
+static PyArray_DTypeMeta *
+builtin_dtype(int type_num)
+{
+    switch (type_num) {
+        case NPY_BOOL: return &PyArray_BoolDType;
+        case NPY_BYTE: return &PyArray_ByteDType;
+        case NPY_UBYTE: return &PyArray_UByteDType;
+        case NPY_SHORT: return &PyArray_ShortDType;
+        case NPY_USHORT: return &PyArray_UShortDType;
+        case NPY_INT: return &PyArray_IntDType;
+        case NPY_UINT: return &PyArray_UIntDType;
+        case NPY_LONG: return &PyArray_LongDType;
+        case NPY_ULONG: return &PyArray_ULongDType;
+        case NPY_LONGLONG: return &PyArray_LongLongDType;
+        case NPY_ULONGLONG: return &PyArray_ULongLongDType;
+        case NPY_HALF: return &PyArray_HalfDType;
+        case NPY_LONGDOUBLE: return &PyArray_LongDoubleDType;
+        case NPY_CFLOAT: return &PyArray_CFloatDType;
+        case NPY_CDOUBLE: return &PyArray_CDoubleDType;
+        default: return &PyArray_CLongDoubleDType; /* NPY_CLONGDOUBLE, the last in the table */
+    }
+}
+
+/* Fills numeric_cast_specs from numeric_casts. */
+static void
+fill_numeric_cast_specs(void)
+{
+    for (int i = 0; i < N_NUMERIC_CASTS; i++) {
+        const numeric_cast *c = &numeric_casts[i];
+        PyArray_DTypeMeta *other = builtin_dtype(c->other);
+        numeric_cast_slots[i][0] = (PyType_Slot){NPY_METH_resolve_descriptors,
+                                                 numeric_cast_resolve_descriptors};
+        numeric_cast_slots[i][1] = (PyType_Slot){NPY_METH_strided_loop, c->loop};
+        numeric_cast_slots[i][2] = (PyType_Slot){NPY_METH_unaligned_strided_loop, c->loop};
+        numeric_cast_slots[i][3] = (PyType_Slot){0, NULL};
+        /* NULL stands for the DType being created */
+        numeric_cast_dtypes[i][0] = c->into ? other : NULL;
+        numeric_cast_dtypes[i][1] = c->into ? NULL : other;
+        numeric_cast_specs[i] = (PyArrayMethod_Spec){
+            .name = c->name, .nin = 1, .nout = 1,
+            .casting = numeric_cast_level(c->other, c->into),
+            .flags = NPY_METH_SUPPORTS_UNALIGNED |
+                     (c->no_fp_errors ? NPY_METH_NO_FLOATINGPOINT_ERRORS : 0),
+            .dtypes = numeric_cast_dtypes[i], .slots = numeric_cast_slots[i],
+        };
+    }
+}
+
 static PyArrayMethod_Spec copy_spec, to_unicode_spec, to_bytes_spec, to_object_spec,
         to_vstring_spec, from_vstring_spec;
 static PyArray_DTypeMeta *copy_dtypes[2], *to_unicode_dtypes[2], *to_bytes_dtypes[2],
         *to_object_dtypes[2], *to_vstring_dtypes[2], *from_vstring_dtypes[2];
-static PyArrayMethod_Spec *spec_casts[14];
+static PyArrayMethod_Spec *spec_casts[14 + N_NUMERIC_CASTS];
 
 PyArrayMethod_Spec **
 bf16_spec_casts(void)
@@ -1066,40 +1337,27 @@ bf16_spec_casts(void)
     for (int i = 0; i < 4; i++) {
         spec_casts[9 + i] = &float_cast_specs[i];
     }
-    spec_casts[13] = NULL;
+    fill_numeric_cast_specs();
+    for (int i = 0; i < N_NUMERIC_CASTS; i++) {
+        spec_casts[13 + i] = &numeric_cast_specs[i];
+    }
+    spec_casts[13 + N_NUMERIC_CASTS] = NULL;
     return spec_casts;
 }
 
 /* ---- registration ---------------------------------------------------------------------- */
 
+/* Object and fixed-width text into bfloat16 stay legacy cast functions (they call into Python
+ * element by element); every other cast is a spec cast above, never registered twice. */
 typedef struct {
     int type_num;
-    PyArray_VectorUnaryFunc *into_bf16; /* NULL: no cast */
-    PyArray_VectorUnaryFunc *from_bf16; /* NULL: no cast */
-    int into_safe, from_safe;
+    PyArray_VectorUnaryFunc *into_bf16;
 } cast_entry;
 
 static const cast_entry cast_table[] = {
-    {NPY_BOOL, bool_to_bf16, bf16_to_bool, 1, 0},
-    {NPY_BYTE, byte_to_bf16, bf16_to_byte, 1, 0},
-    {NPY_UBYTE, ubyte_to_bf16, bf16_to_ubyte, 1, 0},
-    {NPY_SHORT, short_to_bf16, bf16_to_short, 0, 0},
-    {NPY_USHORT, ushort_to_bf16, bf16_to_ushort, 0, 0},
-    {NPY_INT, int_to_bf16, bf16_to_int, 0, 0},
-    {NPY_UINT, uint_to_bf16, bf16_to_uint, 0, 0},
-    {NPY_LONG, long_to_bf16, bf16_to_long, 0, 0},
-    {NPY_ULONG, ulong_to_bf16, bf16_to_ulong, 0, 0},
-    {NPY_LONGLONG, longlong_to_bf16, bf16_to_longlong, 0, 0},
-    {NPY_ULONGLONG, ulonglong_to_bf16, bf16_to_ulonglong, 0, 0},
-    {NPY_HALF, half_to_bf16, bf16_to_half, 0, 0},
-    /* float32, float64: float_cast_specs (strided ArrayMethods) */
-    {NPY_LONGDOUBLE, longdouble_to_bf16, bf16_to_longdouble, 0, 1},
-    {NPY_CFLOAT, NULL, bf16_to_cfloat, 0, 1}, /* in: from_complex_specs */
-    {NPY_CDOUBLE, NULL, bf16_to_cdouble, 0, 1}, /* in: from_complex_specs */
-    {NPY_CLONGDOUBLE, NULL, bf16_to_clongdouble, 0, 1}, /* in: from_complex_specs */
-    {NPY_OBJECT, object_to_bf16, NULL, 0, 0}, /* out: bfloat16_to_object below */
-    {NPY_STRING, string_to_bf16, NULL, 0, 0},
-    {NPY_UNICODE, unicode_to_bf16, NULL, 0, 0},
+    {NPY_OBJECT, object_to_bf16}, /* out: bfloat16_to_object above */
+    {NPY_STRING, string_to_bf16}, /* out: bfloat16_to_bytes above */
+    {NPY_UNICODE, unicode_to_bf16}, /* out: bfloat16_to_str above */
 };
 
 int
@@ -1117,24 +1375,11 @@ init_casts(PyObject *NPY_UNUSED(module))
 
     size_t count = sizeof(cast_table) / sizeof(cast_table[0]);
     for (size_t i = 0; i < count; i++) {
-        const cast_entry *e = &cast_table[i];
-        PyArray_Descr *other = PyArray_DescrFromType(e->type_num);
+        PyArray_Descr *other = PyArray_DescrFromType(cast_table[i].type_num);
         if (other == NULL) {
             return -1;
         }
-        int r = 0;
-        if (e->into_bf16 != NULL) {
-            r = PyArray_RegisterCastFunc(other, bf16_type_num, e->into_bf16);
-            if (r == 0 && e->into_safe) {
-                r = PyArray_RegisterCanCast(other, bf16_type_num, NPY_NOSCALAR);
-            }
-        }
-        if (r == 0 && e->from_bf16 != NULL) {
-            r = PyArray_RegisterCastFunc(bf16_descr, e->type_num, e->from_bf16);
-            if (r == 0 && e->from_safe) {
-                r = PyArray_RegisterCanCast(bf16_descr, e->type_num, NPY_NOSCALAR);
-            }
-        }
+        int r = PyArray_RegisterCastFunc(other, bf16_type_num, cast_table[i].into_bf16);
         Py_DECREF(other);
         if (r < 0) {
             return -1;
@@ -1143,31 +1388,20 @@ init_casts(PyObject *NPY_UNUSED(module))
 
     /*
      * NumPy wraps legacy casts into ArrayMethods lazily, deriving "same_kind" from the
-     * descriptor's kind. With kind 'V' every cast into bfloat16 would be "unsafe" and every
-     * cast out of it "same_kind" (even to int). So each cast is classified here, once, while
-     * the descriptor briefly reports the kind that yields numpy's rule for it, and kind 'V' is
-     * restored afterwards (see README, "Casting rules"):
-     *   'f' for every non-float16 pair: float16's own rules;
-     *   'c' for float16 -> bfloat16 and 'i' for bfloat16 -> float16: both same_kind, neither
-     *   safe ('f' would make the two 2-byte floats look equivalent).
+     * descriptor's kind. With kind 'V' each cast would be classified as if bfloat16 were a
+     * void type. So each is classified here, once, while the descriptor briefly reports kind
+     * 'f' (float16's rules: object and text -> float are unsafe), and kind 'V' is restored
+     * afterwards (see README, "Casting rules"; tests/test_casts.py::test_can_cast_table).
      */
     int failed = 0;
     for (size_t i = 0; i < count && !failed; i++) {
-        const cast_entry *e = &cast_table[i];
-        PyArray_Descr *other = PyArray_DescrFromType(e->type_num);
+        PyArray_Descr *other = PyArray_DescrFromType(cast_table[i].type_num);
         if (other == NULL) {
             failed = 1;
             break;
         }
-        int is_half = e->type_num == NPY_HALF;
-        if (e->into_bf16 != NULL) {
-            bf16_descr->kind = is_half ? 'c' : 'f';
-            (void)PyArray_CanCastTypeTo(other, bf16_descr, NPY_SAFE_CASTING);
-        }
-        if (e->from_bf16 != NULL) {
-            bf16_descr->kind = is_half ? 'i' : 'f';
-            (void)PyArray_CanCastTypeTo(bf16_descr, other, NPY_SAFE_CASTING);
-        }
+        bf16_descr->kind = 'f';
+        (void)PyArray_CanCastTypeTo(other, bf16_descr, NPY_SAFE_CASTING);
         bf16_descr->kind = 'V';
         Py_DECREF(other);
         if (PyErr_Occurred()) {

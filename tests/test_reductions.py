@@ -500,6 +500,132 @@ def test_ufunc_at_accumulates_in_float32_with_a_bfloat16_operand():
     assert h[0] == 2048
 
 
+def _at_float32_reference(ufunc, start, idx, vals, accumulate):
+    """ufunc.at step by step: numpy's float32 operation on the widened values, rounded to
+    bfloat16 by the independent integer rounding after every step; with `accumulate` each
+    target keeps its float32 value from one of its steps to the next (add, multiply)."""
+    t = f32(start).copy()
+    vals = np.broadcast_to(f32(vals), idx.shape)
+    acc = {}
+    for k, v in zip(idx.tolist(), vals.tolist()):
+        k %= len(t)
+        x = acc.get(k, t[k]) if accumulate else t[k]
+        r = ufunc(np.float32(x), np.float32(v))
+        if accumulate:
+            acc[k] = r
+        t[k] = round_once(r)
+    return t
+
+
+def _at_cases(rng):
+    """(name, target, index, values) for ufunc.at: the layouts NumPy hands the indexed loop (a
+    1-d target of any stride, one index array of any integer type, which NumPy casts to intp in
+    blocks of 8192 unless it is intp, values of any stride or one value) and the ones it does
+    not (2-d target)."""
+    def vals(n, lo, hi):
+        return rng.uniform(lo, hi, n).astype(np.float32).astype(BF16)
+
+    idx = rng.integers(-40, 40, 3000)
+    yield "contiguous", np.ones(40, BF16), idx, vals(3000, 0.5, 1.5)
+    yield "one value", np.ones(40, BF16), idx, BF16.type(1.0078125)
+    yield "strided target", np.ones(120, BF16)[::3], idx, vals(3000, 0.5, 1.5)
+    yield "reversed target", np.ones(40, BF16)[::-1], idx, vals(3000, 0.5, 1.5)
+    yield "strided values", np.ones(40, BF16), idx, vals(6000, 0.5, 1.5)[::2]
+    for itype in (np.int32, np.uint8, np.int16):        # cast to intp in blocks
+        yield f"{np.dtype(itype).name} index", np.ones(40, BF16), \
+            rng.integers(0, 40, 20000).astype(itype), vals(20000, 0.5, 1.5)
+    big = rng.choice(10**6, 300, replace=False)         # sparse over a large target
+    yield "sparse", np.ones(10**6, BF16), rng.choice(big, 3000), vals(3000, 0.5, 1.5)
+    # a first block within a small range, later ones across the target (int32: in blocks)
+    spread = np.concatenate([rng.integers(0, 100, 9000), rng.integers(0, 10**6, 3000),
+                             rng.integers(0, 100, 9000)]).astype(np.int32)
+    yield "spreading", np.ones(10**6, BF16), spread, vals(21000, 0.5, 1.5)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.subtract, np.divide, np.maximum,
+                                   np.minimum, np.fmax, np.fmin, np.copysign])
+def test_ufunc_at_indexed_loop_like_a_float32_reference(ufunc):
+    """ufunc.at with a bfloat16 operand against a float32 step-by-step reference, in every
+    layout of _at_cases: add and multiply keep each target's float32 value for the whole call,
+    across NumPy's blocks of indices; the others round every step, as float16 does."""
+    rng = np.random.default_rng(7)
+    accumulate = ufunc in (np.add, np.multiply)
+    for name, target, idx, vals in _at_cases(rng):
+        if ufunc in (np.subtract, np.divide):            # keep the values near 1
+            vals = np.asarray(vals).astype(np.float32)
+            vals = (vals * np.float32(0.001) + np.float32(1.0)).astype(BF16)
+            if vals.ndim == 0:
+                vals = vals[()]
+        if ufunc is np.multiply:                         # products that neither vanish nor overflow
+            vals = np.asarray(vals).astype(np.float32)
+            vals = (np.float32(1.0) + (vals - np.float32(1.0)) / np.float32(64)).astype(BF16)
+            if vals.ndim == 0:
+                vals = vals[()]
+        want = _at_float32_reference(ufunc, target, idx, vals, accumulate)
+        ufunc.at(target, idx, vals)
+        np.testing.assert_array_equal(f32(target), want, err_msg=f"{ufunc.__name__} {name}")
+    m = np.ones((5, 8), BF16)                            # 2-d: NumPy's per-index path
+    rows = rng.integers(0, 5, 500)
+    v = rng.uniform(0.5, 1.5, (500, 8)).astype(np.float32).astype(BF16)
+    want = np.stack([_at_float32_reference(ufunc, m[:, j], rows, v[:, j], accumulate)
+                     for j in range(8)], axis=1)
+    ufunc.at(m, rows, v)
+    np.testing.assert_array_equal(f32(m), want, err_msg=f"{ufunc.__name__} 2-d")
+
+
+@pytest.mark.parametrize("ufunc", [np.power, np.floor_divide, np.remainder, np.fmod,
+                                   np.arctan2, np.hypot, np.heaviside, np.logaddexp,
+                                   np.logaddexp2, np.nextafter])
+def test_ufunc_at_rounds_each_step_like_the_elementwise_call(ufunc):
+    """The other binary ufuncs' .at: every step is the ufunc's elementwise result on the
+    target's current value (checked against float64 references in test_ufuncs.py), as NumPy's
+    per-index path and float16 give it; IEEE flags as warnings alike."""
+    rng = np.random.default_rng(3)
+    target = rng.uniform(-3, 3, 30).astype(np.float32).astype(BF16)
+    idx = rng.integers(-30, 30, 400)
+    vals = rng.uniform(-2, 2, 400).astype(np.float32).astype(BF16)
+    vals[::7] = 0
+    want = target.copy()
+    with np.errstate(all="ignore"):
+        for k, v in zip(idx.tolist(), vals):
+            want[k] = ufunc(want[k:k + 1] if k != -1 else want[-1:], v)[0]
+        got = target.copy()
+        ufunc.at(got, idx, vals)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum])
+def test_ufunc_at_leaves_the_other_targets_alone(ufunc):
+    """Targets between the indexed ones keep their bits, a signalling NaN's and -0's included;
+    an indexed signalling NaN turns quiet and raises "invalid", as float32's does."""
+    bits = np.array([0x7F81, 0x8000, 0xFFC1, 0x3F80, 0x7F81, 0x0001], np.uint16)
+    t = bits.copy().view(BF16)
+    ufunc.at(t, [2, 3, -3, 5], np.ones(4, BF16))          # 4 lies between, 0 and 1 outside
+    got = t.view(np.uint16)
+    assert got[[0, 1, 4]].tolist() == bits[[0, 1, 4]].tolist()
+    assert got[2] == 0xFFC1                               # a quiet NaN stays itself
+    assert got[5] == reference_round(ufunc(np.float32(2.0**-133), np.float32(1.0)))
+    with pytest.warns(RuntimeWarning, match="invalid"):
+        ufunc.at(bits.copy().view(BF16), [0], np.ones(1, BF16))
+
+
+def test_ufunc_at_warns_like_the_elementwise_loops():
+    """Overflow of the float32 accumulation, a rounding to bfloat16's inf, and 0/0 warn from
+    .at as from the elementwise call; nothing warns for finite steps."""
+    big = BF16.type(3.0e38)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        np.add.at(np.zeros(2, BF16), [0, 0], np.array([big, big]))
+    with pytest.warns(RuntimeWarning, match="overflow"):   # max + half an ulp: a tie, to inf
+        np.add.at(np.zeros(2, BF16), [1, 1], np.array([0x7F7F, 0x7B7F], np.uint16).view(BF16))
+    with pytest.warns(RuntimeWarning, match="invalid"):
+        np.divide.at(np.zeros(2, BF16), [0], np.zeros(1, BF16))
+    with np.errstate(all="raise"):
+        z = np.ones(4, BF16)
+        np.add.at(z, [0, 1, 0, 3], np.ones(4, BF16))
+        np.maximum.at(z, [2, 2], np.full(2, 5, BF16))
+    assert f32(z).tolist() == [3, 2, 5, 2]
+
+
 @pytest.mark.parametrize("ufunc", [np.hypot, np.logaddexp, np.logaddexp2])
 def test_hypot_and_logaddexp_reduce_from_their_identity(ufunc):
     """NumPy starts float16's reductions of these from the ufunc's identity (0, -inf, -inf),

@@ -19,6 +19,7 @@ struct LoopDef {
     int nargs;
     int types[4]; /* -1 stands for bfloat16 */
     PyArrayMethod_StridedLoop *method; /* the same loop as an ArrayMethod's, or NULL */
+    PyArrayMethod_StridedLoop *indexed; /* its ufunc.at form (binary, bfloat16 only), or NULL */
 };
 
 /* A legacy inner loop as an ArrayMethod strided loop */
@@ -31,10 +32,37 @@ method_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[], 
     return 0;
 }
 
+/*
+ * ufunc.at on a 1-d, aligned, native bfloat16 target with a bfloat16 operand and one integer
+ * index array: NumPy calls a loop's indexed form once for all indices instead of its strided
+ * loop once per index through its iterator. This one makes the strided loop's one-element call
+ * for each index, the same call NumPy's iterator path makes (same bits and IEEE flags), without
+ * the iterator's step between elements (tests/test_reductions.py::
+ * test_ufunc_at_indexed_loop_like_a_float32_reference; README "Reductions").
+ */
+template <PyUFuncGenericFunction F>
+static int
+indexed_loop(PyArrayMethod_Context *, char *const *args, npy_intp const *dims, npy_intp const *steps,
+             NpyAuxData *)
+{
+    char *base = args[0], *idx = args[1], *v = args[2];
+    npy_intp one = 1, zero[3] = {0, 0, 0};
+    for (npy_intp i = 0; i < dims[0]; i++, idx += steps[1], v += steps[2]) {
+        npy_intp k;
+        memcpy(&k, idx, sizeof k);
+        char *q = base + (k < 0 ? k + steps[3] : k) * steps[0]; /* NumPy has checked the bounds */
+        char *data[3] = {q, v, q};
+        F(data, &one, zero, nullptr);
+    }
+    return 0;
+}
+
 #define BF -1
-#define LOOP(name, f, n, ...) {name, f, n, __VA_ARGS__, method_loop<f>}
-#define BIN(name, Op) LOOP(name, binary_loop<Op>, 3, {BF, BF, BF})
-#define BINBITS(name, Op) LOOP(name, binary_bits_loop<Op>, 3, {BF, BF, BF})
+#define LOOP(name, f, n, ...) {name, f, n, __VA_ARGS__, method_loop<f>, NULL}
+#define BIN(name, Op) {name, binary_loop<Op>, 3, {BF, BF, BF}, method_loop<binary_loop<Op>>, \
+                       indexed_loop<binary_loop<Op>>}
+#define BINBITS(name, Op) {name, binary_bits_loop<Op>, 3, {BF, BF, BF}, \
+                           method_loop<binary_bits_loop<Op>>, indexed_loop<binary_bits_loop<Op>>}
 #define CMP(name, Op) LOOP(name, compare_loop<Op>, 3, {BF, BF, NPY_BOOL})
 #define UN(name, Op) LOOP(name, unary_loop<Op>, 2, {BF, BF})
 #define UNBITS(name, Op) LOOP(name, unary_bits_loop<Op>, 2, {BF, BF})
@@ -73,9 +101,10 @@ static const LoopDef loop_table[] = {
      * NumPy takes the first user loop of its list (the int one) and refuses a uint32 exponent
      * it cannot cast (README, "Differences from float16"; tests/test_ufuncs.py::
      * test_ldexp_exponent_types_like_float16) */
-    {"frexp", frexp_loop, 3, {BF, BF, NPY_INT}, NULL},
-    {"ldexp", ldexp_int_loop, 3, {BF, NPY_INT, BF}, NULL},
-    {"ldexp", ldexp_int64_loop, 3, {BF, NPY_SIZEOF_LONG == 8 ? NPY_LONG : NPY_LONGLONG, BF}, NULL},
+    {"frexp", frexp_loop, 3, {BF, BF, NPY_INT}, NULL, NULL},
+    {"ldexp", ldexp_int_loop, 3, {BF, NPY_INT, BF}, NULL, NULL},
+    {"ldexp", ldexp_int64_loop, 3, {BF, NPY_SIZEOF_LONG == 8 ? NPY_LONG : NPY_LONGLONG, BF}, NULL,
+     NULL},
 };
 
 /* Binary ufuncs whose mixed-type calls promote by the README table. */
@@ -163,7 +192,12 @@ add_method_loop(PyUFuncObject *ufunc, const LoopDef &def, const int *types)
                            {NPY_METH_unaligned_strided_loop, (void *)def.method},
                            {has_identity && reducible ? NPY_METH_get_reduction_initial : 0,
                             has_identity && reducible ? (void *)identity_initial : NULL},
+                           {0, NULL},
                            {0, NULL}};
+    if (def.indexed != NULL) {
+        slots[has_identity && reducible ? 3 : 2] = {NPY_METH_contiguous_indexed_loop,
+                                                    (void *)def.indexed};
+    }
     PyArrayMethod_Spec spec = {};
     spec.name = def.ufunc;
     spec.nin = ufunc->nin;
