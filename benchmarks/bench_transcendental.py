@@ -1,7 +1,7 @@
 """Transcendental ufuncs on arrays that fit in cache: bfloat16 against numpy's float32.
 
 One thread, ``np.<fn>(a, out=c)``, interleaved A/B in one process, min of many repeats.
-Usage: python benchmarks/bench_transcendental.py [--sizes 10000,100000] [--ops exp,log,tanh]
+Usage: python benchmarks/bench_transcendental.py [--sizes 10000,2^20] [--ops exp,log,tanh]
        [--repeats 15]
 """
 import argparse
@@ -11,6 +11,7 @@ import numpy as np
 
 import bfloat16_dtype  # noqa: F401  (registers the dtype)
 from bfloat16_dtype import bfloat16
+from run import parse_sizes  # the report's size syntax: 10000, 2^20, 1e6, 64k
 
 INPUTS = {
     "exp": (-10.0, 10.0), "exp2": (-10.0, 10.0), "expm1": (-10.0, 10.0),
@@ -35,18 +36,37 @@ def best(fn, a, c, inner):
     return (time.perf_counter() - t0) / inner
 
 
+def parse_ops(text):
+    ops = [op.strip() for op in text.split(",") if op.strip()]
+    unknown = [op for op in ops if op not in INPUTS]
+    if unknown or not ops:
+        raise argparse.ArgumentTypeError(
+            f"unknown op(s) {', '.join(unknown) or repr(text)}; choose from {', '.join(INPUTS)}")
+    return ops
+
+
+def parse_repeats(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default="10000,100000")
-    p.add_argument("--ops", default="exp,log,tanh")
-    p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--sizes", type=parse_sizes, default="10000,100000")
+    p.add_argument("--ops", type=parse_ops, default="exp,log,tanh")
+    p.add_argument("--repeats", type=parse_repeats, default=15)
     args = p.parse_args()
     rng = np.random.default_rng(0)
     print(f"{'op':6} {'n':>7} {'bf16 us':>9} {'f32 us':>9} {'f32/bf16':>9}")
-    for name in args.ops.split(","):
+    for name in args.ops:
         fn = getattr(np, name)
         lo, hi = INPUTS[name]
-        for n in (int(s) for s in args.sizes.split(",")):
+        for n in args.sizes:
             x = rng.uniform(lo, hi, n).astype(np.float32)
             inner = max(1, 2_000_000 // n)
             tb, tf = [], []

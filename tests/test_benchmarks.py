@@ -519,6 +519,25 @@ def test_bench_dask_refuses_zero(tmp_path, option):
     _assert_usage_error(proc, option, prog="bench_dask.py")
 
 
+@pytest.mark.parametrize("options, option", [
+    (["--sizes", "0"], "--sizes"), (["--sizes", "x"], "--sizes"),
+    (["--ops", "exp,foo"], "--ops"), (["--repeats", "0"], "--repeats")])
+def test_bench_transcendental_refuses_bad_options(tmp_path, options, option):
+    """bench_transcendental.py: sizes in run.py's syntax, known ops, at least one repeat; a bad
+    value is a usage error, not a traceback (--repeats 0 was min() of nothing)."""
+    proc = _run_cli(tmp_path, *options, script=ROOT / "benchmarks" / "bench_transcendental.py")
+    _assert_usage_error(proc, option, prog="bench_transcendental.py")
+
+
+def test_bench_transcendental_takes_the_report_size_syntax(tmp_path):
+    """--sizes 2^12 (the report's syntax, a ValueError traceback before) measures n = 4096."""
+    proc = _run_cli(tmp_path, "--sizes", "2^12", "--ops", "exp", "--repeats", "1",
+                    script=ROOT / "benchmarks" / "bench_transcendental.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
+    assert [(r[0], r[1]) for r in rows] == [("exp", "4096")], proc.stdout
+
+
 def _load_run_module():
     spec = importlib.util.spec_from_file_location("_bench_run_under_test", RUN)
     module = importlib.util.module_from_spec(spec)
