@@ -294,11 +294,6 @@ KINLINE float prod32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, prod_lane
     return (neg & 0x8000u) ? -r : r;
 }
 
-KINLINE float prod32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
-{
-    return prod32_cascade(s, ss, n, prod_lanes);
-}
-
 #if defined(BF16K_X86)
 /* prod_lanes for contiguous data in AVX2 intrinsics (GCC left the portable form scalar): the
  * same operations per lane, so the same bits as every other tier */
@@ -376,7 +371,7 @@ KINLINE int64_t cnz_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
 
 /* the avx512 tier runs the AVX2 lanes too (tested here; an AVX-512 form is left for a CPU that
  * can run its tests) */
-#define PROD32_baseline(s, ss, n) prod32_body(s, ss, n)
+#define PROD32_baseline(s, ss, n) prod32_cascade(s, ss, n, prod_lanes)
 #define PROD32_avx2(s, ss, n) prod32_cascade(s, ss, n, prod_lanes_avx2)
 #define PROD32_avx512(s, ss, n) prod32_cascade(s, ss, n, prod_lanes_avx2)
 DEFINE_SUM32(baseline, )
