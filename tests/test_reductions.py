@@ -470,6 +470,25 @@ def test_call_inside_a_call_keeps_its_own_shadow(axis):
     np.testing.assert_array_equal(f32(got), np.full(3, 31.0, np.float32))
 
 
+@pytest.mark.xfail(strict=True, reason="README 'Reductions': an output NumPy reaches through two "
+                   "steps (byte-swapped and of another type) or a legacy cast (object, str, bytes) "
+                   "loses the float32 values between its buffer's turns")
+@pytest.mark.parametrize("out_dtype, rows", [(">f4", 300), (">i4", 300), (object, 300),
+                                             ("U32", 20), ("S32", 20)])
+def test_reductions_into_two_step_outputs_accumulate_in_float32(out_dtype, rows):
+    """Sums of `rows` values 1.0078125 along axis 0 into 10,000 outputs (more than NumPy's
+    8192-element buffer) with dtype=bfloat16 give what a '<f4' output gets (float32
+    accumulation, one rounding: the test above); today some of those past the buffer's first
+    turn round every step."""
+    x = np.full((rows, 10000), 1.0078125, bfloat16)
+    want = np.zeros(10000, np.float32)
+    np.add.reduce(x, axis=0, dtype=bfloat16, out=want)
+    assert want[0] == float(round_once(np.float32(1.0078125) * rows))
+    out = np.zeros(10000, out_dtype)
+    np.add.reduce(x, axis=0, dtype=bfloat16, out=out)
+    np.testing.assert_array_equal(out.astype(np.float64), want.astype(np.float64))
+
+
 def test_ufunc_at_accumulates_in_float32_with_a_bfloat16_operand():
     """np.add.at/np.multiply.at with a bfloat16 operand: repeated indices accumulate in float32
     within the call (a scatter-add is a reduction); an operand NumPy must cast first goes through
