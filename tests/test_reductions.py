@@ -628,6 +628,25 @@ def test_ufunc_at_leaves_the_other_targets_alone(ufunc):
         ufunc.at(bits.copy().view(BF16), [0], np.ones(1, BF16))
 
 
+@pytest.mark.parametrize("ufunc", [np.power, np.remainder, np.fmod, np.arctan2, np.hypot,
+                                   np.heaviside, np.logaddexp, np.logaddexp2, np.copysign,
+                                   np.nextafter])
+def test_ufunc_at_nd_index_with_broadcast_values_like_float16(ufunc):
+    """An n-d index array with 1-d values broadcast against it: NumPy's indexed path reads the
+    values straight through (past their end), so these ufuncs, which have no indexed loop in
+    NumPy, must not get one (it crashed power.at and gave garbage for hypot.at); they take
+    NumPy's per-index path, as float16 does, and the values are small enough for float16."""
+    idx = np.zeros((3, 4), np.intp)
+    idx[1] = 1
+    vals = np.array([0.5, 1.0, 1.5, 2.0])
+    with np.errstate(all="ignore"):
+        want = np.full(3, 1.25, np.float16)
+        ufunc.at(want, idx, vals.astype(np.float16))
+        got = np.full(3, 1.25, BF16)
+        ufunc.at(got, idx, vals.astype(BF16))
+    np.testing.assert_allclose(f32(got), want.astype(np.float32), rtol=2**-6, atol=2**-14)
+
+
 def test_ufunc_at_warns_like_the_elementwise_loops():
     """Overflow of the float32 accumulation, a rounding to bfloat16's inf, and 0/0 warn from
     .at as from the elementwise call; nothing warns for finite steps."""
