@@ -733,7 +733,8 @@ at_place(AtValues &t, const char *base, npy_intp sbase, npy_intp lo, npy_intp hi
  * loop once per index. The float32 value of every target the call updates is kept across its
  * blocks (in at_call, found by the call's context), so repeated indices accumulate in float32
  * as a reduction does (the shadow above does the same for the layouts NumPy runs through the
- * strided loop), and each step stores its rounding. Should memory for the values run out, they
+ * strided loop); by the end of each block the target holds the rounding of every value (the
+ * window's at the end, the table's at each step). Should memory for the values run out, they
  * start afresh and an index seen again goes on from its stored bfloat16 value (README
  * "Reductions"; tests/test_reductions.py::
  * test_ufunc_at_accumulates_in_float32_with_a_bfloat16_operand,
