@@ -1028,17 +1028,39 @@ native_cast_descriptors(PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *
     return 0;
 }
 
+/* The level of each numeric cast spec (`other`: the other side's type number; `into`: into
+ * bfloat16): float16's rules. float32/float64 -> bfloat16 same_kind, bfloat16 -> float32/float64
+ * safe, both with same_value where NumPy has it; for the others see the numeric casts below. */
 static NPY_CASTING
-float_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
-                               PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
-                               PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
+cast_level(int other, int into)
+{
+    if (other == NPY_FLOAT || other == NPY_DOUBLE) {
+        return (NPY_CASTING)((into ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING) | same_value_flag());
+    }
+    if (into) {
+        return other == NPY_BOOL || other == NPY_BYTE || other == NPY_UBYTE
+                   ? NPY_SAFE_CASTING : NPY_SAME_KIND_CASTING;
+    }
+    switch (other) {
+        case NPY_HALF:
+            return NPY_SAME_KIND_CASTING;
+        case NPY_LONGDOUBLE: case NPY_CFLOAT: case NPY_CDOUBLE: case NPY_CLONGDOUBLE:
+            return NPY_SAFE_CASTING;
+        default:
+            return NPY_UNSAFE_CASTING; /* bool and the integers */
+    }
+}
+
+static NPY_CASTING
+cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
+                         PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
+                         PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
 {
     if (native_cast_descriptors(dtypes, given, loop) < 0) {
         return (NPY_CASTING)-1;
     }
-    /* the specs' levels: into bfloat16 same_kind, out of it safe; same_value where NumPy has it */
-    int level = dtypes[1]->type_num == bf16_type_num ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING;
-    return (NPY_CASTING)(level | same_value_flag());
+    int into = dtypes[1]->type_num == bf16_type_num;
+    return cast_level(dtypes[into ? 0 : 1]->type_num, into);
 }
 
 static PyArrayMethod_Spec float_cast_specs[4];
@@ -1050,25 +1072,25 @@ static void
 fill_float_cast_specs(void)
 {
     static PyType_Slot into_f32[] = {
-        {NPY_METH_resolve_descriptors, float_cast_resolve_descriptors},
+        {NPY_METH_resolve_descriptors, cast_resolve_descriptors},
         {NPY_METH_strided_loop, f32_at_stride_to_bf16_loop},
         {NPY_METH_unaligned_strided_loop, f32_at_stride_to_bf16_loop},
         {0, NULL},
     };
     static PyType_Slot into_f64[] = {
-        {NPY_METH_resolve_descriptors, float_cast_resolve_descriptors},
+        {NPY_METH_resolve_descriptors, cast_resolve_descriptors},
         {NPY_METH_strided_loop, f64_at_stride_to_bf16_loop},
         {NPY_METH_unaligned_strided_loop, f64_at_stride_to_bf16_loop},
         {0, NULL},
     };
     static PyType_Slot from_f32[] = {
-        {NPY_METH_resolve_descriptors, float_cast_resolve_descriptors},
+        {NPY_METH_resolve_descriptors, cast_resolve_descriptors},
         {NPY_METH_strided_loop, bf16_to_f32_loop},
         {NPY_METH_unaligned_strided_loop, bf16_to_f32_loop},
         {0, NULL},
     };
     static PyType_Slot from_f64[] = {
-        {NPY_METH_resolve_descriptors, float_cast_resolve_descriptors},
+        {NPY_METH_resolve_descriptors, cast_resolve_descriptors},
         {NPY_METH_strided_loop, bf16_to_f64_loop},
         {NPY_METH_unaligned_strided_loop, bf16_to_f64_loop},
         {0, NULL},
@@ -1084,8 +1106,7 @@ fill_float_cast_specs(void)
         float_cast_dtypes[i][1] = into ? NULL : others[i];
         float_cast_specs[i] = (PyArrayMethod_Spec){
             .name = names[i], .nin = 1, .nout = 1,
-            .casting = (NPY_CASTING)((into ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING) |
-                                     same_value_flag()),
+            .casting = cast_level(others[i]->type_num, into),
             .flags = NPY_METH_SUPPORTS_UNALIGNED,
             .dtypes = float_cast_dtypes[i], .slots = slots[i],
         };
@@ -1103,35 +1124,7 @@ fill_float_cast_specs(void)
  * integers and long double -> bfloat16 same_kind; bfloat16 -> bool/integers unsafe, to long
  * double and complex safe; bfloat16 <-> float16 same_kind both ways, neither safe (each loses
  * range or precision). None declares casting="same_value" (TypeError, as when they were legacy
- * casts: tests/test_casts.py::test_same_value_casts). */
-static NPY_CASTING
-numeric_cast_level(int other, int into)
-{
-    if (into) {
-        return other == NPY_BOOL || other == NPY_BYTE || other == NPY_UBYTE
-                   ? NPY_SAFE_CASTING : NPY_SAME_KIND_CASTING;
-    }
-    switch (other) {
-        case NPY_HALF:
-            return NPY_SAME_KIND_CASTING;
-        case NPY_LONGDOUBLE: case NPY_CFLOAT: case NPY_CDOUBLE: case NPY_CLONGDOUBLE:
-            return NPY_SAFE_CASTING;
-        default:
-            return NPY_UNSAFE_CASTING; /* bool and the integers */
-    }
-}
-
-static NPY_CASTING
-numeric_cast_resolve_descriptors(struct PyArrayMethodObject_tag *NPY_UNUSED(method),
-                                 PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
-                                 PyArray_Descr **loop, npy_intp *NPY_UNUSED(view_offset))
-{
-    if (native_cast_descriptors(dtypes, given, loop) < 0) {
-        return (NPY_CASTING)-1;
-    }
-    int into = dtypes[1]->type_num == bf16_type_num;
-    return numeric_cast_level(dtypes[into ? 0 : 1]->type_num, into);
-}
+ * casts: tests/test_casts.py::test_same_value_casts). cast_level above gives the levels. */
 
 #define NUMERIC_LOOP(KERNEL, INTO)                                                     \
     static int KERNEL##_loop(PyArrayMethod_Context *NPY_UNUSED(context),               \
@@ -1233,7 +1226,7 @@ fill_numeric_cast_specs(void)
         const numeric_cast *c = &numeric_casts[i];
         PyArray_DTypeMeta *other = builtin_dtype(c->other);
         numeric_cast_slots[i][0] = (PyType_Slot){NPY_METH_resolve_descriptors,
-                                                 numeric_cast_resolve_descriptors};
+                                                 cast_resolve_descriptors};
         numeric_cast_slots[i][1] = (PyType_Slot){NPY_METH_strided_loop, c->loop};
         numeric_cast_slots[i][2] = (PyType_Slot){NPY_METH_unaligned_strided_loop, c->loop};
         numeric_cast_slots[i][3] = (PyType_Slot){0, NULL};
@@ -1242,7 +1235,7 @@ fill_numeric_cast_specs(void)
         numeric_cast_dtypes[i][1] = c->into ? NULL : other;
         numeric_cast_specs[i] = (PyArrayMethod_Spec){
             .name = c->name, .nin = 1, .nout = 1,
-            .casting = numeric_cast_level(c->other, c->into),
+            .casting = cast_level(c->other, c->into),
             .flags = NPY_METH_SUPPORTS_UNALIGNED |
                      (c->no_fp_errors ? NPY_METH_NO_FLOATINGPOINT_ERRORS : 0),
             .dtypes = numeric_cast_dtypes[i], .slots = numeric_cast_slots[i],
