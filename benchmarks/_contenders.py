@@ -122,6 +122,9 @@ class NumpyContender(Contender):
     def add_at(self, target, idx, values):
         np.add.at(target, idx, values)
 
+    def add_at_2d(self, target, rows, cols, values):
+        np.add.at(target, (rows, cols), values)
+
     def argsort(self, a):
         return np.argsort(a)
 
@@ -305,6 +308,9 @@ class TorchContender(Contender):
 
     def add_at(self, target, idx, values):
         target.index_add_(0, idx, values)
+
+    def add_at_2d(self, target, rows, cols, values):
+        target.index_put_((rows, cols), values, accumulate=True)
 
     def argsort(self, a):
         return self.torch.argsort(a)

@@ -28,7 +28,9 @@ def build_reductions(ctx: Context) -> Section:
             "Time per call of `np.sum(a)`, `np.mean(a)` and `a.argmax()` (torch: `torch.sum/mean`, "
             "`a.argmax()`) over the whole array, and GB/s of input read; `np.add.at(t, idx, v)` "
             "(torch: `t.index_add_(0, idx, v)`) with as many random indices into a target of "
-            "4,096 elements, and GB/s of values and indices read. "
+            "4,096 elements, and GB/s of values and indices read; `np.add.at(t, (rows, cols), v)` "
+            "(torch: `t.index_put_((rows, cols), v, accumulate=True)`) with at most 2^16 random "
+            "index pairs into a 2048x2048 target (NumPy runs the loop once per index). "
             f"Our kernels ran the `{kernel_tier()}` tier. "
             + ONE_THREAD_NOTE
         ),
@@ -70,6 +72,22 @@ def build_reductions(ctx: Context) -> Section:
             f"add.at {size}",
             lambda setup=scatter, size=size, traffic=scatter_traffic: speed_row(
                 ctx, section, "add.at", size, setup, work=traffic
+            ),
+        )
+        def scatter_2d(c, n=min(n, 2**16)):
+            rows, cols = ((ctx.uniform_f32(n, k) * 2048).astype(np.int64) % 2048 for k in (4, 5))
+            values = c.from_f32(ctx.uniform_f32(n, 6))
+            target = c.from_f32(np.zeros((2048, 2048), np.float32))
+            rows, cols = c.index(rows), c.index(cols)
+            return lambda: c.add_at_2d(target, rows, cols, values)
+
+        def scatter_2d_traffic(c, n=min(n, 2**16)):
+            return n * (c.itemsize() + 16)
+
+        section.add(
+            f"add.at 2-d {format_count(min(n, 2**16))}",
+            lambda setup=scatter_2d, traffic=scatter_2d_traffic, n=n: speed_row(
+                ctx, section, "add.at 2-d", format_count(min(n, 2**16)), setup, work=traffic
             ),
         )
     return section

@@ -20,7 +20,8 @@ namespace umath {
  * shadow of the output elements and keep adding into it; a shadow value is trusted only while
  * the stored bfloat16 still equals its rounding, so anything else writing the output is
  * noticed. The shadow is a dense window over the output's address range, owned by the loop's
- * auxdata: it lives for one ufunc call.
+ * auxdata: it lives for one ufunc call. One-element calls spread far apart (NumPy's per-index
+ * ufunc.at) keep their values in a table by address instead (shadow_spread).
  *
  * Every in-place call (out aliasing in1 with the same stride) goes through the shadow, so the
  * first slice of a reduction keeps its float32 value too. The window may grow to
@@ -54,6 +55,100 @@ namespace umath {
  * test_reductions_into_buffered_outputs_accumulate_in_float32).
  */
 
+/* float32 values by a non-negative integer key (an index, or an address): open addressing
+ * over 1 << bits slots, at most half full, key -1 marking an empty slot. A key and its value
+ * share a slot: one cache line a lookup. */
+struct KeySlot {
+    npy_intp key;
+    float val;
+};
+
+struct KeyTable {
+    std::vector<KeySlot> slots;
+    size_t count = 0;
+    int bits = 0;
+};
+
+static void
+kt_clear(KeyTable &t)
+{
+    std::vector<KeySlot>().swap(t.slots);
+    t.count = 0;
+    t.bits = 0;
+}
+
+static inline size_t
+kt_hash(npy_intp k, int bits)
+{
+    return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+/* A table of 2^bits slots, the entries moved over; false: no memory. */
+static bool
+kt_resize(KeyTable &t, int bits)
+{
+    try {
+        std::vector<KeySlot> slots((size_t)1 << bits, KeySlot{-1, 0.0f});
+        size_t mask = slots.size() - 1;
+        for (const KeySlot &e : t.slots) {
+            if (e.key != -1) {
+                size_t h = kt_hash(e.key, bits);
+                while (slots[h].key != -1) h = (h + 1) & mask;
+                slots[h] = e;
+            }
+        }
+        t.slots.swap(slots);
+        t.bits = bits;
+    }
+    catch (const std::bad_alloc &) {
+        return false;
+    }
+    return true;
+}
+
+/* k's float32 slot (*fresh: just added, its value not yet set), or nullptr when there is no
+ * table. A full table of 2^max_bits slots, or one that cannot grow for want of memory, starts
+ * afresh: the keys it held then read as their stored bfloat16. */
+static float *
+kt_slot(KeyTable &t, npy_intp k, bool *fresh, int max_bits)
+{
+    if (2 * (t.count + 1) > t.slots.size() &&
+            (t.bits >= max_bits || !kt_resize(t, t.slots.empty() ? 12 : t.bits + 1))) {
+        if (t.slots.empty()) {
+            return nullptr;
+        }
+        std::fill(t.slots.begin(), t.slots.end(), KeySlot{-1, 0.0f});
+        t.count = 0;
+    }
+    size_t mask = t.slots.size() - 1, h = kt_hash(k, t.bits);
+    while (t.slots[h].key != k) {
+        if (t.slots[h].key == -1) {
+            t.slots[h].key = k;
+            t.count++;
+            *fresh = true;
+            return &t.slots[h].val;
+        }
+        h = (h + 1) & mask;
+    }
+    return &t.slots[h].val;
+}
+
+/* k's float32 slot, or nullptr when k is not in the table. */
+static float *
+kt_find(KeyTable &t, npy_intp k)
+{
+    if (t.count == 0) {
+        return nullptr;
+    }
+    size_t mask = t.slots.size() - 1, h = kt_hash(k, t.bits);
+    for (; t.slots[h].key != -1; h = (h + 1) & mask) {
+        if (t.slots[h].key == k) {
+            return &t.slots[h].val;
+        }
+    }
+    return nullptr;
+}
+
 struct Shadow {
     NpyAuxData base;
     bool reduction = false;      /* known to be a reduction: the window may grow large */
@@ -65,6 +160,9 @@ struct Shadow {
     char *prev_o = nullptr;
     npy_intp prev_so = 0, prev_m = 0;
     std::vector<bf16_t> prev_first;
+    size_t calls = 0;            /* in-place calls so far */
+    bool by_address = false;     /* values kept in `table` by address, not in the window */
+    KeyTable table;
     bool busy = false;           /* the thread's own Shadow, handed out for a call */
 };
 
@@ -82,15 +180,13 @@ static thread_local Shadow *active_reduction = nullptr;
 static thread_local Park parked;
 
 /* The float32 values of the targets an add.at/multiply.at call updates (acc_indexed_loop):
- * a dense window over an index range, else an open-addressing table of the indices. */
+ * a dense window over an index range, else a table of the indices. */
 struct AtValues {
     bool started = false;
     npy_intp lo = 0;
     std::vector<float> window;   /* by index - lo; empty: the table */
-    std::vector<npy_intp> keys;  /* -1: empty */
-    std::vector<float> vals;
-    size_t count = 0;
-    int bits = 0;                /* keys.size() == 1 << bits */
+    KeyTable table;
+    size_t seen = 0;             /* indices of the call's blocks so far */
 };
 
 /* Back to the state before a call's first block. The window's memory (up to 4 MiB) stays for
@@ -104,10 +200,8 @@ at_reset(AtValues &t)
     if (t.window.capacity() > ((size_t)1 << 20)) {
         std::vector<float>().swap(t.window);
     }
-    std::vector<npy_intp>().swap(t.keys);
-    std::vector<float>().swap(t.vals);
-    t.count = 0;
-    t.bits = 0;
+    kt_clear(t.table);
+    t.seen = 0;
 }
 
 /* The call on this thread whose loop NumPy asked for last (its context and Shadow), and the
@@ -179,6 +273,9 @@ shadow_release(NpyAuxData *aux)
     m->prev_so = m->prev_m = 0;
     m->value.clear();
     m->prev_first.clear();
+    m->calls = 0;
+    m->by_address = false;
+    kt_clear(m->table);
     if (m->value.capacity() > shadow_probe_slots) {
         std::vector<float>().swap(m->value);
     }
@@ -307,6 +404,61 @@ shadow_get(Shadow *m, const char *p)
     return f32_to_bf16(v) == stored ? v : bf16_to_f32(stored);
 }
 
+/* The most table slots a call keeps values in by address: 2^24 (256 MiB, as the window). */
+static const int shadow_table_bits = 24;
+
+/*
+ * NumPy's ufunc.at on an n-d target (or with several index arrays, or slices) calls the loop
+ * once per index, an in-place call of one element. Covering scattered elements, the window
+ * would grow over every address between them (reallocated as it grows: 1,000 random updates of
+ * a 6000x6000 array took 0.7-1.4 s). Once a one-element call lies so far from the window that
+ * covering it would take more than 16 slots for each call so far (and more than
+ * shadow_probe_slots), the call keeps its values by address in a table instead, for the rest
+ * of the call; the window's values move there (tests/test_reductions.py::
+ * test_ufunc_at_scattered_over_an_nd_target_like_a_float32_reference).
+ */
+static bool
+shadow_spread(const Shadow *m, const char *o)
+{
+    if (m->value.empty() || shadow_covers(m, o, o)) {
+        return false;
+    }
+    uintptr_t lo = (uintptr_t)m->lo, hi = lo + 2 * m->value.size(), p = (uintptr_t)o;
+    size_t want = (size_t)(std::max(p + 2, hi) - std::min(p, lo)) / 2;
+    return want > std::max(shadow_probe_slots, 16 * m->calls);
+}
+
+static void
+shadow_to_table(Shadow *m)
+{
+    for (size_t j = 0; j < m->value.size(); j++) {
+        float v = m->value[j];
+        if (f32_bits(v) != 0) { /* a slot never written holds +0.0 */
+            bool fresh = false;
+            npy_intp key = (npy_intp)((uintptr_t)m->lo + 2 * j);
+            if (float *slot = kt_slot(m->table, key, &fresh, shadow_table_bits)) {
+                *slot = v;
+            }
+        }
+    }
+    m->value.clear();
+    m->by_address = true;
+}
+
+/* The float32 standing behind the bfloat16 stored at p, from the table; *slot: where p's new
+ * value goes (nullptr: nowhere, no memory). */
+static inline float
+shadow_table_get(Shadow *m, const char *p, float **slot)
+{
+    bool fresh = false;
+    *slot = kt_slot(m->table, (npy_intp)(uintptr_t)p, &fresh, shadow_table_bits);
+    bf16_t stored = ld(p);
+    if (*slot == nullptr || fresh || f32_to_bf16(**slot) != stored) {
+        return bf16_to_f32(stored);
+    }
+    return **slot;
+}
+
 /* Set at registration: NumPy before 2.3 (C API version 0x14), whose iterator may move a
  * reduction's output between its buffer and the array (see shadow_follow_copy). */
 static bool numpy_copies_outputs = false;
@@ -424,33 +576,43 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
                     int dst_bf16, npy_intp n)
 {
     Shadow *m = active_reduction;
-    if (m == nullptr || n <= 0 || m->value.empty()) {
+    if (m == nullptr || n <= 0 || (m->value.empty() && m->table.count == 0)) {
         return;
     }
-    if (src_bf16) {
-        const char *s_last = src + (n - 1) * ss;
-        if (!shadow_disjoint(m, src, s_last)) {
-            uintptr_t a = (uintptr_t)dst, b = (uintptr_t)(dst + (n - 1) * ds);
-            if (a > b) std::swap(a, b);
-            if (!park_cover(a, b)) {
-                park_clear(); /* nothing parked is taken back: no stale value either */
+    /* where the reduction keeps the float32 value of the output at p, if it keeps one */
+    auto kept = [m](const char *p) -> float * {
+        if (m->by_address) {
+            return kt_find(m->table, (npy_intp)(uintptr_t)p);
+        }
+        return shadow_covers(m, p, p) ? &shadow_slot(m, p) : nullptr;
+    };
+    if (src_bf16 && (m->by_address || !shadow_disjoint(m, src, src + (n - 1) * ss))) {
+        bool ready = false;
+        for (npy_intp i = 0; i < n; i++) {
+            const char *p = src + i * ss;
+            float *v = kept(p);
+            if (v == nullptr) {
+                continue;
             }
-            else {
-                for (npy_intp i = 0; i < n; i++) {
-                    const char *p = src + i * ss;
-                    if (shadow_covers(m, p, p)) {
-                        size_t k = (size_t)((uintptr_t)(dst + i * ds) - parked.lo);
-                        parked.value[k] = shadow_get(m, p);
-                        parked.has[k] = 1;
-                    }
+            if (!ready) {
+                uintptr_t a = (uintptr_t)dst, b = (uintptr_t)(dst + (n - 1) * ds);
+                if (!park_cover(std::min(a, b), std::max(a, b))) {
+                    park_clear(); /* nothing parked is taken back: no stale value either */
+                    break;
                 }
+                ready = true;
             }
+            size_t k = (size_t)((uintptr_t)(dst + i * ds) - parked.lo);
+            bf16_t stored = ld(p);
+            parked.value[k] = f32_to_bf16(*v) == stored ? *v : bf16_to_f32(stored);
+            parked.has[k] = 1;
         }
     }
-    if (dst_bf16 && !shadow_disjoint(m, dst, dst + (n - 1) * ds)) {
+    if (dst_bf16 && (m->by_address || !shadow_disjoint(m, dst, dst + (n - 1) * ds))) {
         for (npy_intp i = 0; i < n; i++) {
             char *q = dst + i * ds;
-            if (!shadow_covers(m, q, q)) {
+            float *slot = kept(q);
+            if (slot == nullptr) {
                 continue;
             }
             bf16_t stored = ld(q);
@@ -462,7 +624,7 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
                     v = parked.value[k];
                 }
             }
-            shadow_slot(m, q) = v;
+            *slot = v;
         }
     }
 }
@@ -526,35 +688,50 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     if (n <= 0) {
         return 0;
     }
-    bool use_shadow = false;
+    bool use_shadow = false, use_table = false;
     if (shadow != nullptr && a == o && sa == so) {
         /* in place: a reduction's slice, or an elementwise a += b */
         if (!shadow->reduction) {
             shadow_note_writes(shadow, o, so, n);
         }
+        shadow->calls++;
         npy_intp n_out = so == 0 ? 1 : n;
         size_t span = (size_t)((n_out - 1) * (so < 0 ? -so : so)) / 2 + 1;
         size_t limit = shadow->reduction ? shadow_max_slots : shadow_probe_slots;
-        if (span <= limit) { /* a larger elementwise a += b just runs the plain loop */
-            if (numpy_copies_outputs &&
-                    (o != shadow->prev_o || so != shadow->prev_so || n_out != shadow->prev_m)) {
-                shadow_follow_copy(shadow, o, so, n_out);
-            }
+        bool fits = span <= limit; /* a larger elementwise a += b: the plain loop */
+        /* first, as the window follows NumPy's copy of a one-element output between its buffer
+         * and the array, which would otherwise look like a spread call */
+        if (fits && !shadow->by_address && numpy_copies_outputs &&
+                (o != shadow->prev_o || so != shadow->prev_so || n_out != shadow->prev_m)) {
+            shadow_follow_copy(shadow, o, so, n_out);
+        }
+        if (!shadow->by_address && n_out == 1 && shadow_spread(shadow, o)) {
+            shadow_to_table(shadow);
+        }
+        use_table = shadow->by_address;
+        if (!use_table && fits) {
             use_shadow = shadow_cover(shadow, o, o + (n_out - 1) * so);
         }
     }
-    if (use_shadow && shadow->reduction) {
+    if ((use_shadow || use_table) && shadow->reduction) {
         active_reduction = shadow; /* for the casts between this call and the next */
     }
     if (a == o && sa == 0 && so == 0) {
         /* reduce form: the whole row folds into one output element */
-        float start = use_shadow ? shadow_get(shadow, o) : bf16_to_f32(ld(o));
-        float r = Acc::f(start, Acc::reduce(b, sb, n));
+        float *slot = nullptr;
+        float start = use_shadow  ? shadow_get(shadow, o)
+                      : use_table ? shadow_table_get(shadow, o, &slot)
+                                  : bf16_to_f32(ld(o));
+        /* one element (NumPy's ufunc.at calls): the element itself, as the reduction gives */
+        float r = Acc::f(start, n == 1 ? bf16_to_f32(ld(b)) : Acc::reduce(b, sb, n));
         bf16_t h = f32_to_bf16(r);
         ovf |= bf16_overflowed(r, h);
         st(o, h);
         if (use_shadow) {
             shadow_slot(shadow, o) = r;
+        }
+        else if (slot != nullptr) {
+            *slot = r;
         }
     }
     else if (use_shadow && so == 2 && sb == 2) {
@@ -568,6 +745,18 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
             ovf |= bf16_overflowed(r, h);
             st(o, h);
             shadow_slot(shadow, o) = r;
+        }
+    }
+    else if (use_table) {
+        for (npy_intp i = 0; i < n; i++, b += sb, o += so) {
+            float *slot;
+            float r = Acc::f(shadow_table_get(shadow, o, &slot), bf16_to_f32(ld(b)));
+            bf16_t h = f32_to_bf16(r);
+            ovf |= bf16_overflowed(r, h);
+            st(o, h);
+            if (slot != nullptr) {
+                *slot = r;
+            }
         }
     }
     else if (sa == so && a + sa == o && sa != 0) {
@@ -629,31 +818,30 @@ acc_strided_loop_mul(PyArrayMethod_Context *c, char *const d[], npy_intp const n
 
 /* ---- ufunc.at: the indexed loop -------------------------------------------------------- */
 
-static inline size_t
-at_hash(npy_intp k, int bits)
-{
-    return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> (64 - bits));
-}
+/* No cap on the indexed loop's table: at_place bounds it by the target's size instead. */
+static const int at_table_bits = 62;
 
-/* A table of 2^bits slots, the entries moved over; false: no memory. */
+/* Make the window cover target indices [lo, hi], which contain the window's range: the window's
+ * values kept, the table's moved in (the table is emptied), the rest read from the target.
+ * false: no memory (nothing changed). */
 static bool
-at_resize(AtValues &t, int bits)
+at_widen(AtValues &t, const char *base, npy_intp sbase, npy_intp lo, npy_intp hi)
 {
     try {
-        std::vector<npy_intp> keys((size_t)1 << bits, -1);
-        std::vector<float> vals((size_t)1 << bits);
-        size_t mask = keys.size() - 1;
-        for (size_t j = 0; j < t.keys.size(); j++) {
-            if (t.keys[j] != -1) {
-                size_t h = at_hash(t.keys[j], bits);
-                while (keys[h] != -1) h = (h + 1) & mask;
-                keys[h] = t.keys[j];
-                vals[h] = t.vals[j];
+        std::vector<float> w((size_t)(hi - lo) + 1);
+        npy_intp wlo = t.lo, whi = t.lo + (npy_intp)t.window.size() - 1;
+        for (npy_intp k = lo; k <= hi; k++) {
+            w[(size_t)(k - lo)] = !t.window.empty() && k >= wlo && k <= whi
+                    ? t.window[(size_t)(k - wlo)] : bf16_to_f32(ld(base + k * sbase));
+        }
+        for (const KeySlot &e : t.table.slots) {
+            if (e.key != -1) {
+                w[(size_t)(e.key - lo)] = e.val;
             }
         }
-        t.keys.swap(keys);
-        t.vals.swap(vals);
-        t.bits = bits;
+        t.window.swap(w);
+        t.lo = lo;
+        kt_clear(t.table);
     }
     catch (const std::bad_alloc &) {
         return false;
@@ -661,41 +849,22 @@ at_resize(AtValues &t, int bits)
     return true;
 }
 
-/* k's float32 slot in the table (*fresh: just added, not yet set), or nullptr when there is
- * no table. */
-static float *
-at_slot(AtValues &t, npy_intp k, bool *fresh)
-{
-    if (2 * (t.count + 1) > t.keys.size() && !at_resize(t, t.keys.empty() ? 12 : t.bits + 1)) {
-        if (t.keys.empty()) {
-            return nullptr;
-        }
-        std::fill(t.keys.begin(), t.keys.end(), (npy_intp)-1); /* no memory: start afresh */
-        t.count = 0;
-    }
-    size_t mask = t.keys.size() - 1, h = at_hash(k, t.bits);
-    while (t.keys[h] != k) {
-        if (t.keys[h] == -1) {
-            t.keys[h] = k;
-            t.count++;
-            *fresh = true;
-            return &t.vals[h];
-        }
-        h = (h + 1) & mask;
-    }
-    return &t.vals[h];
-}
-
-/* Where a block's indices [lo, hi] keep their values: the first block of a call takes a dense
- * window when its span is at most four slots an index (or 4096); a later block outside the
- * window moves the window's values into the table. */
+/* Where a block's indices [lo, hi] (n of them) of a target of `shape` elements keep their
+ * values. A dense window wherever it takes at most four slots for each index of the call so far
+ * (or 4096): the first block's span, then widened over later blocks while that holds; else a
+ * table of the indices, which gives way to a window over the whole target once it holds a
+ * sixteenth as many entries as the target has elements (at 32-64 bytes an entry, a half to all
+ * of the window's 4 bytes a slot). */
 static void
-at_place(AtValues &t, const char *base, npy_intp sbase, npy_intp lo, npy_intp hi, npy_intp n)
+at_place(AtValues &t, const char *base, npy_intp sbase, npy_intp lo, npy_intp hi, npy_intp n,
+         npy_intp shape)
 {
     size_t span = (size_t)(hi - lo) + 1;
+    t.seen += (size_t)n;
+    size_t room = std::max(t.seen * 4, (size_t)4096);
     if (!t.started) {
         t.started = true;
-        if (span <= std::max((size_t)n * 4, (size_t)4096)) {
+        if (span <= room) {
             try {
                 t.window.resize(span);
                 t.lo = lo;
@@ -710,19 +879,34 @@ at_place(AtValues &t, const char *base, npy_intp sbase, npy_intp lo, npy_intp hi
         if (t.window.empty()) { /* room for the block's indices (up to 2^24 slots) at once */
             int bits = 12;
             while (bits < 24 && ((size_t)1 << bits) < 2 * std::min(span, (size_t)n)) bits++;
-            (void)at_resize(t, bits); /* else at_slot tries again */
+            (void)kt_resize(t.table, bits); /* else kt_slot tries again */
         }
         return;
     }
-    if (!t.window.empty() && (lo < t.lo || hi - t.lo >= (npy_intp)t.window.size())) {
+    if (!t.window.empty()) {
+        npy_intp whi = t.lo + (npy_intp)t.window.size() - 1;
+        if (lo >= t.lo && hi <= whi) {
+            return;
+        }
+        npy_intp new_lo = std::min(lo, t.lo), new_hi = std::max(hi, whi);
+        if ((size_t)(new_hi - new_lo) + 1 <= room && at_widen(t, base, sbase, new_lo, new_hi)) {
+            return;
+        }
+        /* into the table: the values the target's bfloat16 does not already hold exactly */
         for (size_t j = 0; j < t.window.size(); j++) {
-            bool fresh = false;
-            float *slot = at_slot(t, t.lo + (npy_intp)j, &fresh);
-            if (slot != nullptr) {
-                *slot = t.window[j];
+            npy_intp k = t.lo + (npy_intp)j;
+            if (f32_bits(t.window[j]) != (uint32_t)ld(base + k * sbase) << 16) {
+                bool fresh = false;
+                if (float *slot = kt_slot(t.table, k, &fresh, at_table_bits)) {
+                    *slot = t.window[j];
+                }
             }
         }
         std::vector<float>().swap(t.window);
+        return;
+    }
+    if ((t.table.count + (size_t)n) * 16 >= (size_t)shape) {
+        (void)at_widen(t, base, sbase, 0, shape - 1); /* else the table goes on */
     }
 }
 
@@ -764,7 +948,7 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
         lo = k < lo ? k : lo;
         hi = k > hi ? k : hi;
     }
-    at_place(t, base, sbase, lo, hi, n);
+    at_place(t, base, sbase, lo, hi, n, shape);
     int ovf = 0;
     if (!t.window.empty()) {
         /* The usual case. The steps update the window only (one store each, in locals the
@@ -783,11 +967,21 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
             a = a < 0x7f800000u ? a : 0;
             largest = a > largest ? a : largest;
         }
-        for (npy_intp k = lo; k <= hi; k++) {
+        auto write_back = [&](npy_intp k) {
             char *q = base + k * sbase;
             float r = w[k - wlo];
             if (f32_bits(r) != (uint32_t)ld(q) << 16) {
                 st(q, f32_to_bf16(r));
+            }
+        };
+        if ((size_t)(hi - lo) < std::max((size_t)n * 4, (size_t)4096)) {
+            for (npy_intp k = lo; k <= hi; k++) {
+                write_back(k);
+            }
+        }
+        else { /* a sparse block in a window widened by the others */
+            for (npy_intp i = 0; i < n; i++) {
+                write_back(index(i));
             }
         }
         report_overflow(largest >= 0x7f7f8000u);
@@ -798,7 +992,7 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
         char *q = base + k * sbase;
         float alone, *acc = &alone;
         bool fresh = false;
-        if (float *slot = at_slot(t, k, &fresh)) {
+        if (float *slot = kt_slot(t.table, k, &fresh, at_table_bits)) {
             acc = slot;
         }
         else {
