@@ -395,13 +395,20 @@ shadow_slot(Shadow *m, const char *p)
     return m->value[((uintptr_t)p - (uintptr_t)m->lo) / 2];
 }
 
+/* v, a float32 kept for the output at p, while the bfloat16 stored there is still its rounding;
+ * else that bfloat16 (something else wrote the output). */
+static inline float
+kept_or_stored(float v, const char *p)
+{
+    bf16_t stored = ld(p);
+    return f32_to_bf16(v) == stored ? v : bf16_to_f32(stored);
+}
+
 /* The float32 standing behind the bfloat16 stored at p (p inside the window). */
 static inline float
 shadow_get(Shadow *m, const char *p)
 {
-    float v = shadow_slot(m, p);
-    bf16_t stored = ld(p);
-    return f32_to_bf16(v) == stored ? v : bf16_to_f32(stored);
+    return kept_or_stored(shadow_slot(m, p), p);
 }
 
 /* The most table slots a call keeps values in by address: 2^24 (256 MiB, as the window). */
@@ -452,11 +459,10 @@ shadow_table_get(Shadow *m, const char *p, float **slot)
 {
     bool fresh = false;
     *slot = kt_slot(m->table, (npy_intp)(uintptr_t)p, &fresh, shadow_table_bits);
-    bf16_t stored = ld(p);
-    if (*slot == nullptr || fresh || f32_to_bf16(**slot) != stored) {
-        return bf16_to_f32(stored);
+    if (*slot == nullptr || fresh) {
+        return bf16_to_f32(ld(p));
     }
-    return **slot;
+    return kept_or_stored(**slot, p);
 }
 
 /* Set at registration: NumPy before 2.3 (C API version 0x14), whose iterator may move a
@@ -603,8 +609,7 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
                 ready = true;
             }
             size_t k = (size_t)((uintptr_t)(dst + i * ds) - parked.lo);
-            bf16_t stored = ld(p);
-            parked.value[k] = f32_to_bf16(*v) == stored ? *v : bf16_to_f32(stored);
+            parked.value[k] = kept_or_stored(*v, p);
             parked.has[k] = 1;
         }
     }
