@@ -107,6 +107,9 @@ class NumpyContender(Contender):
     def sum(self, a):
         return np.sum(a)
 
+    def sum_axis(self, a, axis):
+        return np.sum(a, axis=axis)
+
     def mean(self, a):
         return np.mean(a)
 
@@ -293,6 +296,9 @@ class TorchContender(Contender):
 
     def sum(self, a):
         return self.torch.sum(a)
+
+    def sum_axis(self, a, axis):
+        return self.torch.sum(a, dim=axis)
 
     def mean(self, a):
         return self.torch.mean(a)

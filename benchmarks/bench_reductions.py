@@ -30,7 +30,9 @@ def build_reductions(ctx: Context) -> Section:
             "(torch: `t.index_add_(0, idx, v)`) with as many random indices into a target of "
             "4,096 elements, and GB/s of values and indices read; `np.add.at(t, (rows, cols), v)` "
             "(torch: `t.index_put_((rows, cols), v, accumulate=True)`) with at most 2^16 random "
-            "index pairs into a 2048x2048 target (NumPy runs the loop once per index). "
+            "index pairs into a 2048x2048 target (NumPy runs the loop once per index); "
+            "`np.sum(a, axis=0 or 1)` (torch: `torch.sum(a, dim=...)`) of the same elements as "
+            "rows of 8 (NumPy calls the loop once per row). "
             f"Our kernels ran the `{kernel_tier()}` tier. "
             + ONE_THREAD_NOTE
         ),
@@ -56,6 +58,20 @@ def build_reductions(ctx: Context) -> Section:
                 f"{name} {size}",
                 lambda name=name, setup=setup, size=size, traffic=traffic: speed_row(
                     ctx, section, name, size, setup, work=traffic
+                ),
+            )
+
+        for axis in (0, 1):
+            # rows of 8: NumPy calls the add loop once per row (axis 1) or once per row of
+            # 8 outputs (axis 0), so the cost of a call shows
+            def rows_setup(c, n=n, axis=axis):
+                a = c.from_f32(ctx.uniform_f32(n).reshape(-1, 8))
+                return lambda: c.sum_axis(a, axis)
+
+            section.add(
+                f"sum axis={axis} rows of 8 {size}",
+                lambda setup=rows_setup, size=size, traffic=traffic, axis=axis: speed_row(
+                    ctx, section, f"sum axis={axis}, rows of 8", size, setup, work=traffic
                 ),
             )
 

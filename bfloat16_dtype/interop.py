@@ -371,6 +371,16 @@ def to_dlpack(x: np.ndarray) -> DLPackTensor:
     return DLPackTensor(_as_ours(x, "to_dlpack"))
 
 
+def _refuse_negated_view(x: Any, fn: str) -> None:
+    """A torch tensor whose negative bit is set is a lazily negated view: its memory holds the
+    values before negation, and its __dlpack__ exports that memory as it is. Refused, as
+    ``t.numpy()`` refuses it (tests/test_interop_dlpack.py::test_negated_torch_views_are_refused)."""
+    is_neg = getattr(x, "is_neg", None)
+    if callable(is_neg) and is_neg():
+        raise BufferError(f"{fn}: the tensor is a negated view (its negative bit is set); call "
+                          ".resolve_neg() first")
+
+
 def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
     """Import a bfloat16 tensor from any DLPack producer (torch, JAX, a capsule) as a
     bfloat16 array sharing its memory (``copy=True`` copies).
@@ -382,6 +392,8 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
     >>> from_dlpack(torch.ones(2, dtype=torch.bfloat16))
     array([1., 1.], dtype=bfloat16)
     """
+    if copy is not None and not isinstance(copy, (bool, np.bool_)):
+        raise TypeError(f"from_dlpack: copy must be True, False or None, got {copy!r}")
     if isinstance(x, np.ndarray):
         out = _as_ours(x, "from_dlpack")
     elif type(x).__name__ == "PyCapsule":
@@ -396,6 +408,7 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
                 name = _DEVICE_NAMES.get(int(dev[0]), f"device type {dev[0]}")
                 raise BufferError(f"from_dlpack: the tensor is on {name} (device {dev}), not in "
                                   f"host memory; move it to the CPU first (e.g. tensor.cpu())")
+        _refuse_negated_view(x, "from_dlpack")
         try:
             capsule = x.__dlpack__(max_version=(1, 0))
         except TypeError:          # a producer from before DLPack 1.0 takes no max_version
@@ -436,6 +449,7 @@ def from_torch(t) -> np.ndarray:
         raise TypeError(f"from_torch expects a torch.bfloat16 tensor, got {t.dtype}")
     if t.device.type != "cpu":
         raise BufferError(f"from_torch: the tensor is on {t.device}, not the CPU; call .cpu() first")
+    _refuse_negated_view(t, "from_torch")
     return from_dlpack(t.detach() if t.requires_grad else t)
 
 

@@ -123,7 +123,12 @@ def save_safetensors(tensors: Mapping[str, np.ndarray], path: "str | os.PathLike
         return
     tmp = os.path.join(os.path.dirname(target),
                        f".{os.path.basename(target)}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as e:
+        # name the caller's path, not the hidden file written first
+        # (tests/test_io_safetensors.py::test_errors_name_the_callers_path)
+        raise type(e)(e.errno, e.strerror, os.fspath(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             _write_safetensors(f, text, blobs)

@@ -94,8 +94,9 @@ def round(x: Any, decimals: int = 0, out: Optional[np.ndarray] = None):
         return _finish(np.where(np.isfinite(a), np.copysign(0.0, a), a), out)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.round(a, d)
-    # a value whose scaling overflows float64 has no digits to drop at that position
-    r = np.where(np.isfinite(r) | ~np.isfinite(a), r, a)
+    # a value whose scaling overflows float64 has no digits to drop at that position, and
+    # inf * 10**d / 10**d is NaN from d = 309 on: both stay as they are
+    r = np.where(np.isfinite(r), r, a)
     return _finish(r, out)
 
 

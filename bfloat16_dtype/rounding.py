@@ -111,6 +111,12 @@ def to_bfloat16(
         raise ValueError(f"to_bfloat16: rng is only used with rounding='stochastic', not {rounding!r}")
     if not isinstance(flush_subnormals, (bool, np.bool_)):
         raise TypeError(f"to_bfloat16: flush_subnormals must be a bool, got {flush_subnormals!r}")
+    if isinstance(x, np.ma.MaskedArray):
+        # np.asarray would drop the mask: the masked values would come back as live data
+        # (tests/test_rounding.py::test_masked_arrays_are_refused)
+        raise TypeError("to_bfloat16: x is a masked array, whose mask the result would lose; "
+                        "round x.data and mask the result again (np.ma.array(to_bfloat16("
+                        "x.data), mask=x.mask)), or use x.astype(bfloat16)")
     arr = np.asarray(x)
     if not arr.dtype.isnative:
         # byte-swapped: a native copy, as astype(bfloat16) reads it (the kernel reads native

@@ -178,6 +178,8 @@ class LossScaler:
 
     def update(self, found_finite: bool) -> bool:
         """Advance the state machine by one step; returns whether to apply the step."""
+        if not isinstance(found_finite, (bool, np.bool_)):
+            raise TypeError(f"LossScaler.update: found_finite must be a bool, got {found_finite!r}")
         if not found_finite:
             self.skipped_steps += 1
             self.clean_steps = 0
@@ -237,6 +239,9 @@ class MasterWeights:
             raise TypeError("MasterWeights: params must be a sequence of arrays, not one array")
         self.dtype = working_dtype
         self.masters: List[np.ndarray] = []
+        params = list(params)
+        if not params:
+            raise ValueError("MasterWeights: params is empty")  # as the optimizers say
         for i, p in enumerate(params):
             arr = _read_as_ours(np.asarray(p))
             if arr.dtype.kind != "f" and arr.dtype != _BF16:

@@ -316,6 +316,23 @@ def test_torch_from_dlpack_and_errors():
     assert t.data_ptr() != ro.ctypes.data and t.tolist() == [1.0, 1.0]
 
 
+def test_negated_torch_views_are_refused():
+    """torch's lazily negated view keeps the values before negation in memory, and its
+    __dlpack__ exports that memory (np.from_dlpack of a float32 one reads [1, 1] for [-1, -1]):
+    refused, as t.numpy() refuses it; the resolved tensor imports with its values."""
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    t = torch.tensor([1.5, -2.0], dtype=torch.bfloat16)._neg_view()
+    assert t.is_neg() and t.tolist() == [-1.5, 2.0]
+    for f in (interop.from_torch, interop.from_dlpack):
+        with pytest.raises(BufferError, match="negated view"):
+            f(t)
+    assert interop.from_torch(t.resolve_neg()).astype(np.float32).tolist() == [-1.5, 2.0]
+    for bad in ("x", 1, 0.0):
+        with pytest.raises(TypeError, match="copy must be"):
+            interop.from_dlpack(np.ones(2, bfloat16), copy=bad)
+    assert interop.from_dlpack(np.ones(2, bfloat16), copy=np.True_).tolist() == [1.0, 1.0]
+
+
 def test_to_torch_negative_strides_are_copied():
     """torch has no negative strides (its from_dlpack aborts the process on one): such views are
     copied, other strides shared."""

@@ -136,6 +136,16 @@ def test_refused_tensor_leaves_the_file(tmp_path):
     assert p.read_bytes() == before
 
 
+def test_errors_name_the_callers_path(tmp_path):
+    """A file that cannot be created reports the path given, not the hidden temporary file the
+    save writes before renaming it."""
+    path = tmp_path / "missing" / "model.safetensors"
+    with pytest.raises(FileNotFoundError) as info:
+        io.save_safetensors({"w": np.ones(2, bfloat16)}, path)
+    assert info.value.filename == str(path) and ".tmp" not in str(info.value)
+    assert not (tmp_path / "missing").exists()
+
+
 def test_save_back_to_a_mapped_file(tmp_path):
     """Arrays that map a file (mmap=True) saved back to it, the file growing and shrinking:
     the new file holds their values (a write in place once truncated the file under them)."""

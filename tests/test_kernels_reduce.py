@@ -250,3 +250,38 @@ def test_products_do_not_overflow_on_the_way(tier, tmp_path):
     proc = subprocess.run([sys.executable, "-c", _NO_OVERFLOW_ON_THE_WAY], env=env,
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "0 []", (proc.stdout, proc.stderr[-2000:])
+
+
+def _lane_order_sum(v: np.ndarray) -> np.float32:
+    """The cascade's order for fewer than 512 elements, in numpy float32: element i goes into
+    lane i mod 8 (each lane starting at -0.0), then lanes (0+4, 2+6) and (1+5, 3+7) pair up."""
+    t = np.full(8, -0.0, np.float32)
+    for i, x in enumerate(v):
+        t[i % 8] = np.float32(t[i % 8] + x)
+    a, b, c, e = t[0] + t[4], t[1] + t[5], t[2] + t[6], t[3] + t[7]
+    return np.float32(np.float32(a + c) + np.float32(b + e))
+
+
+def test_short_sums_add_in_the_cascades_order():
+    """Rows of up to 8 elements skip the cascade's set-up (kernels/reduce.c, bf16_sum_f32) but
+    add in its order, so a row's sum does not depend on its length's path: data with cancelling
+    large pairs, where another order gives another result, summed as whole arrays and as rows
+    of a 2-d array (one call per row), against the order computed in numpy float32."""
+    from bfloat16_dtype import bfloat16
+
+    rng = np.random.default_rng(23)
+    for n in range(1, 41):
+        rows = []
+        for _ in range(60):
+            v = rng.choice([-1.0, 1.0], n) * np.exp2(rng.integers(-6, 12, n))
+            if n >= 2:
+                i, j = rng.choice(n, 2, replace=False)
+                v[i] = 2.0 ** rng.integers(20, 30)
+                v[j] = -v[i]
+            rows.append(v.astype(np.float32))
+        x = np.array(rows).astype(bfloat16)
+        want = reference_round(np.array([_lane_order_sum(r.astype(np.float32)) for r in x]))
+        by_row = x.sum(axis=1).view(np.uint16)
+        whole = np.array([r.sum() for r in x]).view(np.uint16)
+        assert np.array_equal(by_row, want), n
+        assert np.array_equal(whole, want), n

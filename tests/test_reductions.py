@@ -271,6 +271,11 @@ def test_numerics_round_and_sum_of_wide_inputs_round_once():
     assert f32(got)[:3].tolist() == [0.0, -0.0, np.inf] and np.signbit(f32(got)[1])
     assert np.isnan(f32(got)[3])
     np.testing.assert_array_equal(f32(numerics.round(np.array([1.5, 1e38], bfloat16), -400)), [0, 0])
+    # infinities stay infinite at every position (inf * 10**d / 10**d is NaN from d = 309 on)
+    for d in (308, 309, 400, 10**6):
+        got = numerics.round(np.array([np.inf, -np.inf, 1.5, np.nan], bfloat16), d)
+        assert f32(got)[:3].tolist() == [np.inf, -np.inf, 1.5] and np.isnan(f32(got)[3]), d
+        assert float(round(bfloat16(-np.inf), d)) == -np.inf, d
 
 
 @pytest.mark.parametrize("v", [2**60 + 2**52 + 1, -(2**62 + 2**54 + 7), 2**53 + 2**45 + 1,

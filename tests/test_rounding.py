@@ -476,3 +476,17 @@ def test_property_every_mode_brackets_the_input(values, seed):
         assert np.array_equal(np.isnan(r), np.isnan(x))
         keep = ~np.isnan(x)
         assert np.array_equal(np.signbit(r[keep]), np.signbit(x[keep]))
+
+
+def test_masked_arrays_are_refused():
+    """np.asarray drops a mask, so the masked values would come back as live data: refused,
+    naming the two ways that keep the mask (which work)."""
+    m = np.ma.array([1.5, 2.0, 3.0], mask=[False, True, False], dtype=np.float32)
+    for mode in ("nearest_even", "toward_zero", "stochastic"):
+        with pytest.raises(TypeError, match="masked array"):
+            to_bfloat16(m, mode)
+    kept = np.ma.array(to_bfloat16(m.data), mask=m.mask)
+    cast = m.astype(bfloat16)
+    for r in (kept, cast):
+        assert r.dtype == np.dtype(bfloat16) and r.mask.tolist() == [False, True, False]
+        assert r.compressed().astype(np.float32).tolist() == [1.5, 3.0]

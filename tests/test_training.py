@@ -400,6 +400,11 @@ def test_optimizer_errors_name_the_argument():
         Adam(np.ones(3, np.float32))
     with pytest.raises(ValueError, match="params is empty"):
         SGD([], lr=0.1)
+    with pytest.raises(ValueError, match="params is empty"):
+        MasterWeights([])
+    with pytest.raises(TypeError, match="found_finite must be a bool"):
+        LossScaler().update("x")
+    assert LossScaler().update(np.bool_(True)) is True
     ro = np.ones(3, np.float32)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):

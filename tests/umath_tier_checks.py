@@ -441,10 +441,10 @@ def test_outer_axis_sum_accumulates_in_float32():
     assert_same_bits(bits(np.sum(x, axis=0)), want, "sum axis 0")
 
 
-@pytest.mark.parametrize("cols", [1, 7, 15, 16, 17, 31, 33, 100])
+@pytest.mark.parametrize("cols", [1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 33, 100])
 @pytest.mark.parametrize("ufunc", ["add", "multiply"])
 def test_outer_axis_reductions_every_width(ufunc, cols):
-    """The shadow row at widths around its 16-element step (tails on padded copies), with
+    """The shadow row at widths around its 16- and 8-element steps (tails one by one), with
     NaN, inf, zeros of both signs, a column that overflows float32 and one that overflows
     bfloat16 only when rounded (the float32 flag the step raises for it): the
     bits of numpy's float32 reduction rounded once, and "overflow" exactly when a column's

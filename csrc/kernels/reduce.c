@@ -401,11 +401,28 @@ static double first_nan(const char *s, ptrdiff_t ss, ptrdiff_t n, double result)
     return result;
 }
 
+/* out of line: its leaves' stack frame is not set up for the short sums */
+__attribute__((noinline)) static float sum32_strided(const char *s, ptrdiff_t ss, ptrdiff_t n)
+{
+    return sum32_body(s, ss, n);
+}
+
 float bf16_sum_f32(const void *src, ptrdiff_t stride, ptrdiff_t n)
 {
     if (n <= 0) return 0.0f;
     const char *s = (const char *)src;
-    float r = stride == 2 ? bf16k_table_get()->sum32(s, n) : sum32_body(s, stride, n);
+    float r;
+    if (n <= SUM_VEC) {
+        /* what the cascade does with fewer than SUM_VEC elements (its tail lanes, started at
+         * -0, then hsum8f), without its set-up: sums of short rows are calls of a few elements
+         * (tests/test_kernels_reduce.py::test_short_sums_add_in_the_cascades_order) */
+        float v[SUM_VEC];
+        for (int j = 0; j < SUM_VEC; j++) v[j] = j < n ? bf16_to_f32(ld16(s + j * stride)) : -0.0f;
+        r = hsum8f(v);
+    }
+    else {
+        r = stride == 2 ? bf16k_table_get()->sum32(s, n) : sum32_strided(s, stride, n);
+    }
     return r == r ? r : (float)first_nan(s, stride, n, r);
 }
 

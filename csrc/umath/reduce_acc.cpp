@@ -694,7 +694,14 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         return 0;
     }
     bool use_shadow = false, use_table = false;
-    if (shadow != nullptr && a == o && sa == so) {
+    if (shadow != nullptr && a == o && sa == so && shadow->reduction && !shadow->by_address &&
+            !numpy_copies_outputs && shadow_covers(shadow, o, o + (so == 0 ? 0 : (n - 1) * so))) {
+        /* the usual call of a reduction, its outputs already in the window: the checks below
+         * would come to the same (sums of short rows, or of few columns, are a call per row) */
+        shadow->calls++;
+        use_shadow = true;
+    }
+    else if (shadow != nullptr && a == o && sa == so) {
         /* in place: a reduction's slice, or an elementwise a += b */
         if (!shadow->reduction) {
             shadow_note_writes(shadow, o, so, n);
@@ -947,11 +954,18 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
     /* a call made inside this one (Python code run by a cast) took at_call: a block of its own */
     AtValues own;
     AtValues &t = at_call.context == (const void *)context ? at_call.values : own;
-    npy_intp lo = index(0), hi = lo;
-    for (npy_intp i = 1; i < n; i++) {
-        npy_intp k = index(i);
-        lo = k < lo ? k : lo;
-        hi = k > hi ? k : hi;
+    /* the block's range of the target; no need to look when the window covers the whole
+     * target, or will (the indices are in bounds) */
+    bool whole = t.started ? !t.window.empty() && t.lo == 0 && (npy_intp)t.window.size() == shape
+                           : (size_t)shape <= std::max((size_t)n * 4, (size_t)4096);
+    npy_intp lo = 0, hi = shape - 1;
+    if (!whole) {
+        lo = hi = index(0);
+        for (npy_intp i = 1; i < n; i++) {
+            npy_intp k = index(i);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
     }
     at_place(t, base, sbase, lo, hi, n, shape);
     int ovf = 0;
