@@ -954,18 +954,11 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
     /* a call made inside this one (Python code run by a cast) took at_call: a block of its own */
     AtValues own;
     AtValues &t = at_call.context == (const void *)context ? at_call.values : own;
-    /* the block's range of the target; no need to look when the window covers the whole
-     * target, or will (the indices are in bounds) */
-    bool whole = t.started ? !t.window.empty() && t.lo == 0 && (npy_intp)t.window.size() == shape
-                           : (size_t)shape <= std::max((size_t)n * 4, (size_t)4096);
-    npy_intp lo = 0, hi = shape - 1;
-    if (!whole) {
-        lo = hi = index(0);
-        for (npy_intp i = 1; i < n; i++) {
-            npy_intp k = index(i);
-            lo = k < lo ? k : lo;
-            hi = k > hi ? k : hi;
-        }
+    npy_intp lo = index(0), hi = lo;
+    for (npy_intp i = 1; i < n; i++) {
+        npy_intp k = index(i);
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
     }
     at_place(t, base, sbase, lo, hi, n, shape);
     int ovf = 0;
