@@ -28,8 +28,8 @@ inline __m256 widen8(const char *p)
 
 /* Before a tail in loops.h's scalar rules: those opt out of vectorising, which compiles them
  * without VEX, and as a tail call they would return to NumPy's code with the upper halves of
- * the ymm registers still in use. The shadow row's (twin_shadow_row below) ran 4x slower so:
- * sum(axis=0) of 2^15 x 8, AMD EPYC Zen 3: 4.9 ms, 1.2 ms with the upper halves cleared. */
+ * the ymm registers still in use. The shadow row's (twin_shadow_row below) ran 6x slower so:
+ * sum(axis=0) of 2^15 x 8, AMD EPYC Zen 3: 4.9 ms, 0.78 ms with the upper halves cleared. */
 inline void before_scalar_tail() { _mm256_zeroupper(); }
 
 /* float32 -> its bfloat16 rounded (to nearest, ties to even) in the upper half of each lane;
@@ -607,7 +607,7 @@ inline void shadow_step8(char *o, const char *b, float *v)
  * test_outer_axis_reductions_every_width at every tier).
  * x.sum(axis=0), AMD EPYC Zen 3: 316 x 316 134 -> 55 us (16 a step, padded tail) -> 43-53 us
  * (pack_rounded16 and the flag in place of the NaN blend and the overflow mask), 1000 x 1000
- * 770 -> 447 -> 303 us, 16 x 10000 84 -> 49 us; 2^17 x 2 5.4 -> 3.3 ms, 2^15 x 8 1.2 -> 0.9 ms
+ * 770 -> 447 -> 303 us, 16 x 10000 84 -> 49 us; 2^17 x 2 5.2 -> 3.4 ms, 2^15 x 8 1.17 -> 0.78 ms
  * (8 a step and the last few one by one, in place of a tail padded to 16 through copies)
  * (README, "Reductions accumulate in float32").
  */
