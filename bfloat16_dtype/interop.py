@@ -62,7 +62,8 @@ _DEVICE_NAMES = {2: "CUDA", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: 
                  12: "ext_dev", 14: "oneAPI", 15: "WebGPU", 16: "Hexagon", 17: "MAIA"}
 
 
-def _binary_ufuncs_with_our_loops() -> list[np.ufunc]:
+def _ufuncs_to_mix() -> list[np.ufunc]:
+    """The binary ufuncs with our loops, and np.clip (three inputs)."""
     out = []
     for name in dir(np):
         u = getattr(np, name)
@@ -80,6 +81,9 @@ def _binary_ufuncs_with_our_loops() -> list[np.ufunc]:
         except TypeError:
             continue
         out.append(u)
+    clip = np._core.umath.clip
+    clip.resolve_dtypes((_DTYPE, _DTYPE, _DTYPE, None))   # our loop: else an error at import
+    out.append(clip)
     return out
 
 
@@ -107,7 +111,7 @@ def register_ml_dtypes() -> bool:
         _ext._qualify_dtype_repr()
         theirs = np.dtype(ml_dtypes.bfloat16)
         _ext._register_bit_casts(theirs)
-        _ext._register_mixed_promoters(theirs, _binary_ufuncs_with_our_loops())
+        _ext._register_mixed_promoters(theirs, _ufuncs_to_mix())
         for name in _ML_NARROW_TYPES:     # float8 & co.: casts through float32, both ways
             narrow = getattr(ml_dtypes, name, None)
             if narrow is not None:
@@ -471,6 +475,11 @@ def from_jax(a) -> np.ndarray:
     """A bfloat16 array sharing a CPU JAX bfloat16 array's memory, read-only (JAX arrays are
     immutable; JAX's export does not flag that itself). ``np.asarray(a, dtype=bfloat16)``
     also works (a bit-copy cast from ml_dtypes' bfloat16)."""
-    out = from_dlpack(a).view()   # a view: a NumPy array passed in stays writable
+    out = from_dlpack(a)
+    if isinstance(a, np.ndarray):
+        out = out.view()          # a view: a NumPy array passed in stays writable
+    # Else the imported array itself, whose base (the DLPack capsule) offers no writable
+    # buffer: NumPy then refuses to make it, or a view of it, writable again
+    # (tests/test_interop_dlpack.py::test_from_jax_stays_read_only).
     out.flags.writeable = False
     return out

@@ -549,6 +549,20 @@ integer:
     return 1;
 }
 
+/* NumPy 2.0-2.4 leave our class np.dtype's __new__, which refuses a subclass with a
+ * SystemError: called with no arguments the class gives the dtype, as float16's does, and
+ * float16's TypeError otherwise (tests/test_dropin.py::test_the_dtype_class_makes_the_dtype). */
+static PyObject *
+bf16_dtype_class_new(PyTypeObject *NPY_UNUSED(cls), PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "currently only the no-argument instantiation is "
+                                         "supported; use `np.dtype` instead.");
+        return NULL;
+    }
+    return (PyObject *)PyArray_DescrFromType(BFloat16DType.type_num);
+}
+
 /* NumPy 2.0-2.4: the three steps described above. */
 static int
 init_from_spec_before_2_5(PyArrayDTypeMeta_Spec *spec)
@@ -583,6 +597,7 @@ init_from_spec_before_2_5(PyArrayDTypeMeta_Spec *spec)
     BFloat16DType.singleton = descr;
     BFloat16DType.flags |= BF16_DT_LEGACY_FLAG;
     *PyDataType_GetArrFuncs(descr) = bf16_arrfuncs;
+    ((PyTypeObject *)&BFloat16DType)->tp_new = bf16_dtype_class_new;
     return 0;
 }
 

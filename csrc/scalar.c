@@ -5,6 +5,7 @@
  */
 #include "module.h"
 #include "number/parse.h"
+#include "interop/interop.h"
 #include <stdio.h>
 #include <strings.h>
 #include <ctype.h>
@@ -228,6 +229,26 @@ convert_object(PyObject *obj, bf16_t *out, int *src_inf)
     if (obj == Py_None) { /* NaN, as np.float16(None) and float16 arrays store it */
         *out = BF16_QNAN;
         return 0;
+    }
+    if (PyArray_IsScalar(obj, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
+        if (d == NULL) {
+            return -1;
+        }
+        int theirs = bf16_is_other_bfloat16(NPY_DTYPE(d));
+        Py_DECREF(d);
+        if (theirs) {
+            /* the other library's bfloat16: its bits, as the array cast copies them (a
+             * signalling NaN stays one; tests/test_interop_mldtypes.py::
+             * test_scalars_of_theirs_keep_their_bits) */
+            PyObject *arr = PyArray_FromScalar(obj, NULL);
+            if (arr == NULL) {
+                return -1;
+            }
+            memcpy(out, PyArray_DATA((PyArrayObject *)arr), 2);
+            Py_DECREF(arr);
+            return 0;
+        }
     }
     if (PyArray_IsScalar(obj, Floating)) { /* float64 and other floating scalars */
         double d = PyFloat_AsDouble(obj);

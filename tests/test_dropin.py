@@ -76,6 +76,18 @@ def test_arg_extrema_and_extrema():
     close(np.nanmax(X), np.nanmax(XF), 0, 0)
 
 
+def test_the_dtype_class_makes_the_dtype():
+    """type(np.dtype(bfloat16))() gives the dtype, as np.dtypes.Float16DType() gives float16's
+    (NumPy before 2.5 raised a SystemError for it), with float16's TypeError for arguments."""
+    cls = type(np.dtype(bfloat16))
+    assert cls() == np.dtype(bfloat16) and cls() is np.dtype(bfloat16)
+    for args, kwargs in (((">",), {}), ((), {"a": 1})):
+        with pytest.raises(TypeError):
+            np.dtypes.Float16DType(*args, **kwargs)
+        with pytest.raises(TypeError):
+            cls(*args, **kwargs)
+
+
 def test_nonzero_count_nonzero_fill_arange_linspace():
     z = np.array([0, -0.0, 1, np.nan, 2, 0], BF16)
     same(np.nonzero(z)[0], [2, 3, 4])

@@ -2,6 +2,8 @@
 hand-built capsules (strides, byte offsets, read-only, devices, dtypes, deleters) and torch."""
 import ctypes
 import gc
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -10,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfloat16_dtype import bfloat16, interop
+
+from conftest import TESTS_DIR
 
 ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
 
@@ -386,6 +390,49 @@ def test_jax_both_ways():
     z = np.asarray(a, dtype=bfloat16)       # through ml_dtypes' bfloat16 and the bit-copy cast
     assert z.dtype == np.dtype(bfloat16) and z.astype(np.float32).tolist() == [0, 1, 2, 3]
     del jax
+
+
+_NUMPY_DLPACK_SCRIPT = r"""
+import numpy as np
+from bfloat16_dtype import bfloat16
+x = np.array([1.5, -2.0, np.nan], bfloat16)
+try:
+    np.from_dlpack(x)
+    print("taken before registration")
+except (BufferError, TypeError):
+    pass
+np.dtypes.register_dlpack_dtype((4, 16), np.dtype(bfloat16))
+y = np.from_dlpack(x)
+assert y.dtype == np.dtype(bfloat16) and np.shares_memory(x, y)
+assert y.view(np.uint16).tolist() == x.view(np.uint16).tolist()
+print("ok")
+"""
+
+
+def test_numpys_own_dlpack_takes_the_dtype_once_registered():
+    """NumPy 2.5's np.dtypes.register_dlpack_dtype((4, 16), dtype) (which the package leaves to
+    the user, README "DLPack"): before it NumPy refuses the dtype, after it np.from_dlpack shares
+    the memory with the bits kept. In a process of its own (the registration is global)."""
+    if not hasattr(np.dtypes, "register_dlpack_dtype"):
+        pytest.skip("NumPy before 2.5 has no np.dtypes.register_dlpack_dtype")
+    proc = subprocess.run([sys.executable, "-c", _NUMPY_DLPACK_SCRIPT], capture_output=True,
+                          text=True, timeout=120, cwd=TESTS_DIR)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.stdout, proc.stderr[-2000:])
+
+
+def test_from_jax_stays_read_only():
+    """JAX arrays are immutable: neither the imported array, its base nor a view of it can be
+    made writable again (NumPy's np.asarray of a float32 JAX array refuses likewise)."""
+    jax = pytest.importorskip("jax", reason="jax not installed (pip install jax)")
+    import jax.numpy as jnp
+    with jax.default_device(jax.devices("cpu")[0]):
+        a = jnp.arange(4, dtype=jnp.bfloat16)
+    y = interop.from_jax(a)
+    for v in (y, y[1:], y.view()):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            v.flags.writeable = True
+    assert not isinstance(y.base, np.ndarray)
+    assert np.asarray(a.astype(jnp.float32)).tolist() == [0, 1, 2, 3]
 
 
 @settings(max_examples=150, deadline=None)

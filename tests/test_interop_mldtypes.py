@@ -83,6 +83,37 @@ def test_mixed_ufuncs_run_in_ours_in_both_orders(op):
         np.testing.assert_array_equal(r.view(np.uint16), reference_round(op(exact_f32(p), exact_f32(q))))
 
 
+def test_mixed_clip_runs_in_ours():
+    """np.clip (a ufunc of three inputs) mixing the two bfloat16s in any position gives ours,
+    the bits of the all-ours call."""
+    abits, bbits = _finite_pair(3)
+    x, lo, hi = abits.view(bfloat16), bbits.view(bfloat16), bbits.view(bfloat16) + 50
+    want = np.clip(x, lo, hi).view(np.uint16)
+    assert np.array_equal(want, reference_round(np.clip(exact_f32(abits), exact_f32(bbits),
+                                                        exact_f32(bbits) + np.float32(50))))
+    theirs = ml_dtypes.bfloat16
+    for mask in range(1, 7):
+        args = [a.astype(theirs) if (mask >> k) & 1 else a for k, a in enumerate((x, lo, hi))]
+        r = np.clip(*args)
+        assert r.dtype.type is bfloat16, mask
+        assert np.array_equal(r.view(np.uint16), want), mask
+    r = np.clip(x, theirs(-1), theirs(1))                 # scalar bounds of theirs
+    assert r.dtype.type is bfloat16 and r.astype(np.float32).max() <= 1
+
+
+def test_scalars_of_theirs_keep_their_bits():
+    """bfloat16(s), item assignment and np.array([s]) of ml_dtypes' scalars copy the bits, as the
+    array cast does: signalling NaNs and payloads included (every pattern)."""
+    theirs = ALL_BITS.view(ml_dtypes.bfloat16)
+    got = np.array([bfloat16(s).bits for s in theirs], np.uint16)
+    assert np.array_equal(got, ALL_BITS)
+    z = np.zeros(3, bfloat16)
+    for b in (0x7F81, 0xFFC5, 0x8000):
+        z[1] = np.array(b, np.uint16).view(ml_dtypes.bfloat16)[()]
+        assert z.view(np.uint16)[1] == b
+        assert np.array([np.array(b, np.uint16).view(ml_dtypes.bfloat16)[()]], bfloat16).view(np.uint16)[0] == b
+
+
 def test_mixed_comparison_and_matmul():
     abits, bbits = _finite_pair(2)
     x = abits.view(bfloat16)

@@ -67,6 +67,27 @@ def test_fill_values(tmp_path, zdtype, fill, json_value, bits):
     del z
 
 
+@pytest.mark.parametrize("fill, chunk", [(0.0, -0.0), (-0.0, 0.0), (float("nan"), 0xFFC1),
+                                         (1.5, 1.5)])
+def test_chunks_of_the_other_zero_or_another_nan_are_written(tmp_path, zdtype, fill, chunk):
+    """zarr leaves out a chunk equal to the fill value: a chunk whose bits differ from the
+    fill's (-0.0 under 0, a NaN of another payload) is written and reads back as it was;
+    one with the fill's bits reads back the same either way."""
+    x = np.array([1.0, 2.0, 3.0, 4.0], np.float32).astype(bfloat16)
+    if isinstance(chunk, int):
+        x[2:] = np.array(chunk, np.uint16).view(bfloat16)
+    else:
+        x[2:] = chunk
+    z = zarr.create_array(str(tmp_path / "z.zarr"), shape=(4,), chunks=(2,), dtype=bfloat16,
+                          fill_value=fill)
+    z[:] = x
+    r = zarr.open_array(str(tmp_path / "z.zarr"))[:]
+    assert r.view(np.uint16).tolist() == x.view(np.uint16).tolist()
+    written = sorted(p.name for p in (tmp_path / "z.zarr" / "c").iterdir())
+    same = x[2:].view(np.uint16)[0] == np.array(fill, np.float32).astype(bfloat16).view(np.uint16)
+    assert written == (["0"] if same else ["0", "1"])
+
+
 def test_nan_payload_fill_value_json(zdtype):
     d = zdtype()
     nan = np.array(0x7FC1, np.uint16).view(bfloat16)[()]

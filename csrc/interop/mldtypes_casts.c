@@ -83,16 +83,18 @@ mixed_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
     return 0;
 }
 
+/* The promoter for the inputs' DTypes ins[0..nin) (the outputs: any). */
 static int
-add_mixed_promoter(PyObject *ufunc, PyArray_DTypeMeta *a, PyArray_DTypeMeta *b)
+add_mixed_promoter(PyObject *ufunc, PyArray_DTypeMeta *const ins[])
 {
     int nargs = ((PyUFuncObject *)ufunc)->nargs;
+    int nin = ((PyUFuncObject *)ufunc)->nin;
     PyObject *tuple = PyTuple_New(nargs);
     if (tuple == NULL) {
         return -1;
     }
     for (int i = 0; i < nargs; i++) {
-        PyObject *item = i == 0 ? (PyObject *)a : i == 1 ? (PyObject *)b : Py_None;
+        PyObject *item = i < nin ? (PyObject *)ins[i] : Py_None;
         Py_INCREF(item);
         PyTuple_SET_ITEM(tuple, i, item);
     }
@@ -113,7 +115,8 @@ add_mixed_promoter(PyObject *ufunc, PyArray_DTypeMeta *a, PyArray_DTypeMeta *b)
  * test_registration_survives_a_reload_of_interop). Written once under the GIL. */
 static int mixed_promoters_done = 0;
 
-/* _register_mixed_promoters(dtype, ufuncs): for each binary ufunc, run mixed calls in ours. */
+/* _register_mixed_promoters(dtype, ufuncs): for each ufunc of two or three inputs (np.clip),
+ * run every call mixing the two bfloat16s in ours. */
 PyObject *
 bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
 {
@@ -138,14 +141,22 @@ bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
     }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *u = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyObject_TypeCheck(u, &PyUFunc_Type) || ((PyUFuncObject *)u)->nin != 2) {
-            PyErr_Format(PyExc_TypeError, "expected a binary ufunc, got %R", u);
+        int nin = PyObject_TypeCheck(u, &PyUFunc_Type) ? ((PyUFuncObject *)u)->nin : 0;
+        if (nin != 2 && nin != 3) {
+            PyErr_Format(PyExc_TypeError, "expected a ufunc of two or three inputs, got %R", u);
             Py_DECREF(seq);
             return NULL;
         }
-        if (add_mixed_promoter(u, ours, theirs) < 0 || add_mixed_promoter(u, theirs, ours) < 0) {
-            Py_DECREF(seq);
-            return NULL;
+        /* every assignment of ours/theirs to the inputs but the two unmixed ones */
+        for (int mask = 1; mask < (1 << nin) - 1; mask++) {
+            PyArray_DTypeMeta *ins[3];
+            for (int k = 0; k < nin; k++) {
+                ins[k] = (mask >> k) & 1 ? theirs : ours;
+            }
+            if (add_mixed_promoter(u, ins) < 0) {
+                Py_DECREF(seq);
+                return NULL;
+            }
         }
     }
     Py_DECREF(seq);
