@@ -81,9 +81,7 @@ def _ufuncs_to_mix() -> list[np.ufunc]:
         except TypeError:
             continue
         out.append(u)
-    clip = np._core.umath.clip
-    clip.resolve_dtypes((_DTYPE, _DTYPE, _DTYPE, None))   # our loop: else an error at import
-    out.append(clip)
+    out.append(np._core.umath.clip)
     return out
 
 
