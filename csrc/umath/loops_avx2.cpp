@@ -583,19 +583,15 @@ inline void shadow_step8(char *o, const char *b, float *v)
 {
     const __m128i stored = _mm_loadu_si128((const __m128i *)o);
     __m256 sv = _mm256_loadu_ps(v);
-    __m256i rs = _mm256_srli_epi32(rounded_upper8(sv), 16);
-    __m128i same = _mm_cmpeq_epi16(
-            _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(rs, rs), 0xD8)),
-            stored);
+    /* pack_rounded16 of a vector with itself: its low half holds the 8 roundings */
+    __m128i same = _mm_cmpeq_epi16(_mm256_castsi256_si128(pack_rounded16(sv, sv)), stored);
     if (_mm_movemask_epi8(same) != 0xffff) {
         __m256i keep = _mm256_cvtepi16_epi32(same);
         sv = _mm256_blendv_ps(widen8(o), sv, _mm256_castsi256_ps(keep));
     }
     __m256 r = V<Op>::f(sv, widen8(b));
     flag_rounding_overflow8(r, r);
-    __m256i rr = _mm256_srli_epi32(rounded_upper8(r), 16);
-    _mm_storeu_si128((__m128i *)o, _mm256_castsi256_si128(
-            _mm256_permute4x64_epi64(_mm256_packus_epi32(rr, rr), 0xD8)));
+    _mm_storeu_si128((__m128i *)o, _mm256_castsi256_si128(pack_rounded16(r, r)));
     _mm256_storeu_ps(v, r);
 }
 
