@@ -441,36 +441,40 @@ def test_outer_axis_sum_accumulates_in_float32():
     assert_same_bits(bits(np.sum(x, axis=0)), want, "sum axis 0")
 
 
-@pytest.mark.parametrize("cols", [1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 33, 100])
+@pytest.mark.parametrize("cols", [1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 40, 47, 48,
+                                  56, 63, 64, 65, 100])
 @pytest.mark.parametrize("ufunc", ["add", "multiply"])
 def test_outer_axis_reductions_every_width(ufunc, cols):
-    """The shadow row at widths around its 16- and 8-element steps (tails one by one), with
-    NaN, inf, zeros of both signs, a column that overflows float32 and one that overflows
-    bfloat16 only when rounded (the float32 flag the step raises for it): the
-    bits of numpy's float32 reduction rounded once, and "overflow" exactly when a column's
-    float32 result is finite but rounds to inf or float32 itself overflowed."""
+    """The shadow row at widths around its 32-, 16- and 8-element steps (tails one by one),
+    with NaN, inf, zeros of both signs, a column that overflows float32 and one that overflows
+    bfloat16 only when rounded (the float32 flag the step raises for it), in one block of 16
+    columns at a time: the bits of numpy's float32 reduction rounded once, and "overflow"
+    exactly when a column's float32 result is finite but rounds to inf or float32 itself
+    overflowed."""
     rng = np.random.default_rng(cols)
     rows = 40 if ufunc == "add" else 12
-    x32 = rng.uniform(0.5, 1.5, (rows, cols)).astype(np.float32)
-    if cols >= 7:
-        x32[3, 1], x32[5, 2], x32[0, 3], x32[:, 4] = np.nan, np.inf, -0.0, -0.0
-        x32[:, 5] = 3.3e38 / rows if ufunc == "add" else 2.0 ** 11  # rounds (or runs) past the top
-        # a finite float32 result above bfloat16's largest rounding: 3.3995525e38, 3.402616e38
-        x32[:, 6] = 0.0 if ufunc == "add" else 1.0
-        x32[:2, 6] = [3.3895314e38, 1e36] if ufunc == "add" else [3.3762391e38, 1.0078125]
-    x = x32.astype(BF16)
     f = getattr(np, ufunc)
-    with np.errstate(all="ignore"):
-        ref32 = f.reduce(x.astype(np.float32), axis=0)
-    want = reference_round(ref32)
-    with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
-        warnings.simplefilter("always")
-        got = f.reduce(x, axis=0)
-    assert_same_bits(bits(got), want, f"{ufunc} axis 0, {cols} columns")
-    finite = np.isfinite(x.astype(np.float32)).all(axis=0)
-    overflowed = bool((finite & ~np.isfinite(exact_f32(want))).any())
-    said = any("overflow" in str(w.message) for w in caught)
-    assert said == overflowed, (ufunc, cols, [str(w.message) for w in caught])
+    for c in range(0, cols - 6, 16) if cols >= 7 else [None]:
+        x32 = rng.uniform(0.5, 1.5, (rows, cols)).astype(np.float32)
+        if c is not None:
+            x32[3, c + 1], x32[5, c + 2], x32[0, c + 3], x32[:, c + 4] = np.nan, np.inf, -0.0, -0.0
+            # rounds (or runs) past the top
+            x32[:, c + 5] = 3.3e38 / rows if ufunc == "add" else 2.0 ** 11
+            # a finite float32 result above bfloat16's largest rounding: 3.3995525e38, 3.402616e38
+            x32[:, c + 6] = 0.0 if ufunc == "add" else 1.0
+            x32[:2, c + 6] = [3.3895314e38, 1e36] if ufunc == "add" else [3.3762391e38, 1.0078125]
+        x = x32.astype(BF16)
+        with np.errstate(all="ignore"):
+            ref32 = f.reduce(x.astype(np.float32), axis=0)
+        want = reference_round(ref32)
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+            warnings.simplefilter("always")
+            got = f.reduce(x, axis=0)
+        assert_same_bits(bits(got), want, f"{ufunc} axis 0, {cols} columns, block at {c}")
+        finite = np.isfinite(x.astype(np.float32)).all(axis=0)
+        overflowed = bool((finite & ~np.isfinite(exact_f32(want))).any())
+        said = any("overflow" in str(w.message) for w in caught)
+        assert said == overflowed, (ufunc, cols, c, [str(w.message) for w in caught])
 
 
 def test_inplace_add_of_size_one_keeps_negative_zero():

@@ -146,6 +146,31 @@ template <> struct V<Multiply> {
 template <> struct V<Divide> {
     static __m512 f(__m512 a, __m512 b) { return _mm512_div_ps(a, b); }
 };
+/* The binary twins' functors on 8 lanes (the last step of twin_shadow_row), first source
+ * first as in V. */
+template <class Op> struct V8;
+template <> struct V8<Add> {
+    static __m256 f(__m256 a, __m256 b)
+    {
+        __m256 r;
+        __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+        return r;
+    }
+};
+template <> struct V8<Subtract> {
+    static __m256 f(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+};
+template <> struct V8<Multiply> {
+    static __m256 f(__m256 a, __m256 b)
+    {
+        __m256 r;
+        __asm__("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+        return r;
+    }
+};
+template <> struct V8<Divide> {
+    static __m256 f(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+};
 template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
 template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(a, a); } };
 template <> struct V<Reciprocal> {
@@ -1359,34 +1384,113 @@ int twin_unary(const char *a, char *o, npy_intp n)
     return ovf;
 }
 
-/* One slice of an outer-axis reduction against its float32 shadow v (natural order: 16
- * elements widen with vpmovzxwd). */
+/* vpermt2w indices that take the upper 16-bit halves of two vectors of 16 lanes, the first's
+ * then the second's: 32 bfloat16 in element order */
+static const struct UpperHalves {
+    alignas(64) uint16_t picks[BLOCK];
+    constexpr UpperHalves() : picks()
+    {
+        for (int p = 0; p < BLOCK; p++) {
+            picks[p] = (uint16_t)(2 * p + 1);
+        }
+    }
+} upper_halves;
+
+inline __m512 widen16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+inline __m256 widen8x(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+/* plain_upper of 8 lanes, shifted down: the 8 bfloat16 (NaNs the hardware's) */
+inline __m128i rounded8(__m256 f)
+{
+    __m256i u = _mm256_castps_si256(f);
+    __m256i t = _mm256_add_epi32(u, _mm256_set1_epi32(0x7fff));
+    t = _mm256_mask_add_epi32(t, _mm256_test_epi32_mask(u, _mm256_set1_epi32(0x10000)), t,
+                              _mm256_set1_epi32(1));
+    return _mm256_cvtepi32_epi16(_mm256_srli_epi32(t, 16));
+}
+
+/*
+ * Steps of twin_shadow_row below: 32, 16 or 8 elements of the output o, the input row b and the
+ * shadow v. A shadow value is a float32 result of the hardware or a widened bfloat16
+ * (umath/reduce_acc.cpp), so plain_upper rounds it; where the stored bfloat16 is no longer its
+ * rounding, the stored value is used. A finite result that rounds to infinity raises the
+ * float32 overflow flag (flag_rounding_overflow).
+ */
+template <class Op>
+inline void shadow_step32(char *o, const char *b, float *v, __m512i picks)
+{
+    __m512i stored = _mm512_loadu_si512(o);
+    __m512 s0 = _mm512_loadu_ps(v), s1 = _mm512_loadu_ps(v + 16);
+    __mmask32 same = _mm512_cmpeq_epi16_mask(
+            _mm512_permutex2var_epi16(plain_upper(s0), picks, plain_upper(s1)), stored);
+    if (__builtin_expect(same != 0xffffffffu, 0)) {
+        s0 = _mm512_mask_blend_ps((__mmask16)same, widen16(_mm512_castsi512_si256(stored)), s0);
+        s1 = _mm512_mask_blend_ps((__mmask16)(same >> 16),
+                                  widen16(_mm512_extracti64x4_epi64(stored, 1)), s1);
+    }
+    __m512i y = _mm512_loadu_si512(b);
+    __m512 r0 = V<Op>::f(s0, widen16(_mm512_castsi512_si256(y)));
+    __m512 r1 = V<Op>::f(s1, widen16(_mm512_extracti64x4_epi64(y, 1)));
+    flag_rounding_overflow(r0, r1);
+    _mm512_storeu_si512(o, _mm512_permutex2var_epi16(plain_upper(r0), picks, plain_upper(r1)));
+    _mm512_storeu_ps(v, r0);
+    _mm512_storeu_ps(v + 16, r1);
+}
+
+template <class Op>
+inline void shadow_step16(char *o, const char *b, float *v)
+{
+    __m256i stored = _mm256_loadu_si256((const __m256i *)o);
+    __m512 sv = _mm512_loadu_ps(v);
+    __m256i sv_rounded = _mm512_cvtepi32_epi16(_mm512_srli_epi32(plain_upper(sv), 16));
+    __mmask16 same = _mm256_cmpeq_epi16_mask(sv_rounded, stored);
+    sv = _mm512_mask_blend_ps(same, widen16(stored), sv);
+    __m512 r = V<Op>::f(sv, widen16(_mm256_loadu_si256((const __m256i *)b)));
+    flag_rounding_overflow(r, r);
+    _mm256_storeu_si256((__m256i *)o, _mm512_cvtepi32_epi16(_mm512_srli_epi32(plain_upper(r), 16)));
+    _mm512_storeu_ps(v, r);
+}
+
+template <class Op>
+inline void shadow_step8(char *o, const char *b, float *v)
+{
+    __m128i stored = _mm_loadu_si128((const __m128i *)o);
+    __m256 sv = _mm256_loadu_ps(v);
+    sv = _mm256_mask_blend_ps(_mm_cmpeq_epi16_mask(rounded8(sv), stored), widen8x(stored), sv);
+    __m256 r = V8<Op>::f(sv, widen8x(_mm_loadu_si128((const __m128i *)b)));
+    __m256 g = _mm256_add_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), r),
+                             _mm256_set1_ps(rounds_to_inf_offset));
+    __asm__ volatile("" : : "v"(g)); /* the flag is the result */
+    _mm_storeu_si128((__m128i *)o, rounded8(r));
+    _mm256_storeu_ps(v, r);
+}
+
+/* One slice of an outer-axis reduction against its float32 shadow v: 32 elements a step, then
+ * 16, then 8, then the scalar rule (shadow_row_contig, same rule and bits;
+ * tests/umath_tier_checks.py::test_outer_axis_reductions_every_width). Plain loads and stores
+ * only: the next row's call reads what this one wrote, and a masked store does not forward to
+ * that load (a masked tail measured slower than the scalar rule for rows of 2). The scalar
+ * rule is compiled without VEX (loops.h): the zmm upper halves are cleared first. */
 template <class Tier, class Op>
 int twin_shadow_row(char *o, const char *b, float *v, npy_intp n)
 {
-    int ovf = 0;
     npy_intp i = 0;
-    const __m512 inf = _mm512_set1_ps(INFINITY);
-    for (; i + 16 <= n; i += 16) {
-        __m256i stored = _mm256_loadu_si256((const __m256i *)(o + 2 * i));
-        __m512 sv = _mm512_loadu_ps(v + i);
-        __m256i sv_rounded = _mm512_cvtepi32_epi16(_mm512_srli_epi32(round_upper(sv), 16));
-        __mmask16 keep = _mm256_cmpeq_epi16_mask(sv_rounded, stored);
-        __m512 cur = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(stored), 16));
-        cur = _mm512_mask_blend_ps(keep, cur, sv);
-        __m512 y = _mm512_castsi512_ps(_mm512_slli_epi32(
-                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(b + 2 * i))), 16));
-        __m512 r = V<Op>::f(cur, y);
-        __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(round_upper(r), 16));
-        __mmask16 became_inf = _mm256_cmpeq_epi16_mask(
-                _mm256_and_si256(h, _mm256_set1_epi16(0x7fff)), _mm256_set1_epi16(0x7f80));
-        if (became_inf) {
-            ovf |= (_mm512_cmp_ps_mask(_mm512_abs_ps(r), inf, _CMP_LT_OQ) & became_inf) != 0;
+    if (n >= 32) {
+        const __m512i picks = _mm512_load_si512(upper_halves.picks);
+        for (; i + 32 <= n; i += 32) {
+            shadow_step32<Op>(o + 2 * i, b + 2 * i, v + i, picks);
         }
-        _mm256_storeu_si256((__m256i *)(o + 2 * i), h);
-        _mm512_storeu_ps(v + i, r);
     }
-    return ovf | shadow_row_contig<Op>(o + 2 * i, b + 2 * i, v + i, n - i);
+    if (i + 16 <= n) {
+        shadow_step16<Op>(o + 2 * i, b + 2 * i, v + i);
+        i += 16;
+    }
+    if (i + 8 <= n) {
+        shadow_step8<Op>(o + 2 * i, b + 2 * i, v + i);
+        i += 8;
+    }
+    _mm256_zeroupper();
+    return shadow_row_contig<Op>(o + 2 * i, b + 2 * i, v + i, n - i);
 }
 
 /* The comparison helpers have internal linkage, as the other tier file has its own of the same
