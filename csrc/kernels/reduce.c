@@ -49,9 +49,17 @@ KINLINE void prefetch_leaf(const char *leaf, ptrdiff_t ss, ptrdiff_t bytes)
 }
 
 typedef void (*sum32_leaf_fn)(const char *s, ptrdiff_t ss, float *out);
+/* t[j] += element j, for the SUM_VEC elements at s (the cascade's tail) */
+typedef void (*sum32_step_fn)(const char *s, ptrdiff_t ss, float *t);
 
-/* The cascade over leaves; `leaf` is a constant at every call, so it is inlined. */
-KINLINE float sum32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, sum32_leaf_fn leaf)
+KINLINE void sum32_step(const char *s, ptrdiff_t ss, float *t)
+{
+    for (int j = 0; j < SUM_VEC; j++) t[j] += bf16_to_f32(ld16(s + j * ss));
+}
+
+/* The cascade over leaves; `leaf` and `step` are constants at every call, so they are inlined. */
+KINLINE float sum32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, sum32_leaf_fn leaf,
+                            sum32_step_fn step)
 {
     float lvl[SUM_LEVELS][SUM_VEC];
     uint64_t have = 0;
@@ -74,8 +82,7 @@ KINLINE float sum32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, sum32_leaf
     float t[SUM_VEC];
     for (int j = 0; j < SUM_VEC; j++) t[j] = -0.0f;
     ptrdiff_t i = nleaf * SUM_LEAF;
-    for (; i + SUM_VEC <= n; i += SUM_VEC)
-        for (int j = 0; j < SUM_VEC; j++) t[j] += bf16_to_f32(ld16(s + (i + j) * ss));
+    for (; i + SUM_VEC <= n; i += SUM_VEC) step(s + i * ss, ss, t);
     for (int j = 0; i < n; i++, j++) t[j] += bf16_to_f32(ld16(s + i * ss));
     /* combine the remaining levels, smallest first, then the tail */
     float acc[SUM_VEC];
@@ -92,7 +99,7 @@ KINLINE float sum32_cascade(const char *s, ptrdiff_t ss, ptrdiff_t n, sum32_leaf
 
 KINLINE float sum32_body(const char *s, ptrdiff_t ss, ptrdiff_t n)
 {
-    return sum32_cascade(s, ss, n, sum32_leaf);
+    return sum32_cascade(s, ss, n, sum32_leaf, sum32_step);
 }
 
 #if defined(BF16K_X86)
@@ -118,9 +125,20 @@ KTARGET_AVX512 static inline void sum32_leaf_avx512(const char *s, ptrdiff_t ss,
     _mm256_storeu_ps(out, _mm256_add_ps(_mm512_castps512_ps256(a0), _mm512_extractf32x8_ps(a0, 1)));
 }
 
+/* sum32_step for contiguous input. GCC compiled the portable step for this target into 8
+ * scalar loads and adds: a sum of 1000 elements (a leaf and a tail of 488) took 1.31 us, 1.14
+ * at the avx2 tier, and sum(axis=1) of 1000 x 1000 230 us (avx2: 112; AMD EPYC Zen 5). */
+KTARGET_AVX512 static inline void sum32_step_avx512(const char *s, ptrdiff_t ss, float *t)
+{
+    (void)ss; /* always 2 */
+    __m128i h = _mm_loadu_si128((const void *)s);
+    __m256 x = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_loadu_ps(t), x));
+}
+
 KTARGET_AVX512 float bf16k_sum32_avx512(const char *s, ptrdiff_t n)
 {
-    return sum32_cascade(s, 2, n, sum32_leaf_avx512);
+    return sum32_cascade(s, 2, n, sum32_leaf_avx512, sum32_step_avx512);
 }
 #endif
 
