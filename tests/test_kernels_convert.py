@@ -161,7 +161,24 @@ def inputs() -> dict[str, np.ndarray]:
         c = np.ones(100)
         c[pos] = 1e-300
         d[f"f64:under{pos}"] = c
+    # one value at an edge of the range the avx512 tier rounds on the bits, among ones (a block
+    # of 16 without any other unusual lane)
+    for bits in F64_EDGES_ALONE:
+        e = np.ones(100)
+        e[37:38] = np.array([bits], np.uint64).view(np.float64)
+        d[f"f64:alone{bits:x}"] = e
     return d
+
+
+# float64 bits -> (overflow, underflow) its narrowing raises: the first value that rounds to
+# the bfloat16 inf (the midpoint above the largest finite one) and the last that does not;
+# the last value below 2^-126 (rounds up to it, inexact: underflow) and 2^-126 itself
+F64_EDGES_ALONE = {
+    0x47EFF00000000000: (True, False), 0xC7EFF00000000000: (True, False),
+    0x47EFEFFFFFFFFFFF: (False, False), 0xC7EFEFFFFFFFFFFF: (False, False),
+    0x380FFFFFFFFFFFFF: (False, True), 0xB80FFFFFFFFFFFFF: (False, True),
+    0x3810000000000000: (False, False), 0xB810000000000000: (False, False),
+}
 
 
 INPUTS = inputs()
@@ -299,6 +316,14 @@ def test_narrow_float64_matches_exact_rounding(out):
     same_bits(out["f64:random:stride3"], ref[::3])
     same_bits(out["f64:random:dst1"], ref)
     same_bits(out["f64:random:complex"], ref)
+
+
+@pytest.mark.parametrize("bits", sorted(F64_EDGES_ALONE))
+def test_narrow_float64_range_edges_alone_in_a_block(out, bits):
+    key = f"f64:alone{bits:x}"
+    same_bits(out[key], reference(key))
+    overflow, underflow, _ = out[key + ":flags"]
+    assert (bool(overflow), bool(underflow)) == F64_EDGES_ALONE[bits]
 
 
 def test_narrow_float64_flags(out):

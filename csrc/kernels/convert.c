@@ -527,6 +527,40 @@ KTARGET_AVX512 static inline __m256i f64_to_bf16_16_avx512(__m512d x0, __m512d x
     return _mm512_cvtepi32_epi16(r);
 }
 
+/*
+ * The usual block: every |x| in [2^-126, the midpoint above the largest finite bfloat16), where
+ * rounding the double's bits to nearest even at bfloat16's last place, exponent rebiased, is
+ * f64_to_bf16's result and raises nothing. A block with any other lane (zero, tiny, huge, inf,
+ * NaN) goes through f64_to_bf16_16_avx512. Its two float conversions per 8 lanes had made the
+ * loop compute-bound: 2^15 elements from the cache 12.7 -> 8.0 us, 2^24 6.5 -> 4.4 ms (AMD EPYC
+ * Zen 5; NumPy's float64 -> float32 3.9 us and 5.9 ms). tests/test_kernels_convert.py::
+ * test_narrow_float64_range_edges_alone_in_a_block (one edge value in a block of ones) and
+ * ::test_narrow_float64_matches_exact_rounding.
+ */
+KTARGET_AVX512 static inline __m128i f64_to_bf16_8_plain(__m512d x, __mmask8 *other)
+{
+    const int64_t lo = 0x3810000000000000ll, hi = 0x47eff00000000000ll; /* 2^-126, midpoint */
+    __m512i u = _mm512_castpd_si512(x);
+    __m512i a = _mm512_and_si512(u, _mm512_set1_epi64(0x7fffffffffffffffll));
+    *other |= _mm512_cmpge_epu64_mask(_mm512_sub_epi64(a, _mm512_set1_epi64(lo)),
+                                      _mm512_set1_epi64(hi - lo));
+    /* a - (1023 - 127) << 52 rebiases the exponent; the carry of the rounding may run into it */
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi64(a, 45), _mm512_set1_epi64(1));
+    __m512i t = _mm512_add_epi64(a, _mm512_set1_epi64(((1ll << 44) - 1) - (896ll << 52)));
+    __m512i r = _mm512_srli_epi64(_mm512_add_epi64(t, lsb), 45);
+    r = _mm512_ternarylogic_epi64(r, _mm512_srli_epi64(u, 48), _mm512_set1_epi64(0x8000), 0xf8);
+    return _mm512_cvtepi64_epi16(r);
+}
+
+KTARGET_AVX512 static inline __m256i f64_block16_avx512(const char *s, __m512i *ovf, __m512i *unf)
+{
+    __m512d x0 = _mm512_loadu_pd(s), x1 = _mm512_loadu_pd(s + 64);
+    __mmask8 other = 0;
+    __m128i r0 = f64_to_bf16_8_plain(x0, &other), r1 = f64_to_bf16_8_plain(x1, &other);
+    if (__builtin_expect(other != 0, 0)) return f64_to_bf16_16_avx512(x0, x1, ovf, unf);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(r0), r1, 1);
+}
+
 KTARGET_AVX512 static inline void f64_tail_avx512(const char *s, char *d, ptrdiff_t m, __m512i *ovf,
                                                   __m512i *unf)
 {
@@ -550,16 +584,12 @@ KTARGET_AVX512 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n)
         for (; i + 16 <= n; i += 16) {
             PREFETCH(s + 8 * i);
             PREFETCH(s + 8 * i + 64);
-            _mm256_stream_si256((void *)(d + 2 * i),
-                                f64_to_bf16_16_avx512(_mm512_loadu_pd(s + 8 * i),
-                                                      _mm512_loadu_pd(s + 8 * i + 64), &ovf, &unf));
+            _mm256_stream_si256((void *)(d + 2 * i), f64_block16_avx512(s + 8 * i, &ovf, &unf));
         }
         _mm_sfence();
     }
     for (; i + 16 <= n; i += 16) {
-        _mm256_storeu_si256((void *)(d + 2 * i),
-                            f64_to_bf16_16_avx512(_mm512_loadu_pd(s + 8 * i),
-                                                  _mm512_loadu_pd(s + 8 * i + 64), &ovf, &unf));
+        _mm256_storeu_si256((void *)(d + 2 * i), f64_block16_avx512(s + 8 * i, &ovf, &unf));
     }
     if (i < n) f64_tail_avx512(s + 8 * i, d + 2 * i, n - i, &ovf, &unf);
     return (_mm512_movepi32_mask(ovf) ? BF16K_OVERFLOW : 0) |

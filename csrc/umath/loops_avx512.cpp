@@ -927,6 +927,23 @@ namespace {
 
 inline __m512d pd(double v) { return _mm512_set1_pd(v); }
 
+/* Eight results of a binary twin into o at element i; the lanes in `redo` from the functor
+ * (twin_store_block). Most blocks have none and are stored from the register: a store of the
+ * vpmovdw's memory form, read back at once, had made each block of arctan2 wait for it
+ * (arctan2 of 10^5 elements 272 -> 242 us, AMD EPYC Zen 5). */
+template <class Op>
+inline int store_block8(__m128i res, __mmask8 redo, const char *a, bool a_bcast, const char *b,
+                        bool b_bcast, npy_intp i, char *o)
+{
+    if (__builtin_expect(redo == 0, 1)) {
+        _mm_storeu_si128((__m128i *)(o + 2 * i), res);
+        return 0;
+    }
+    alignas(16) char buf[16];
+    _mm_store_si128((__m128i *)buf, res);
+    return twin_store_block<Op>(buf, 8, redo, a, a_bcast, b, b_bcast, i, o);
+}
+
 /* Eight bfloat16 (`bcast`: one, repeated) with NaNs replaced by 1.0 (a widening compare and the
  * arithmetic below would raise "invalid" for a signalling one), as float64; the NaN lanes. */
 inline __m512d atan2_operand(const char *p, bool bcast, __mmask8 *nan)
@@ -942,61 +959,79 @@ inline __m512d atan2_operand(const char *p, bool bcast, __mmask8 *nan)
  * the octant; then rounded to odd into float32 and to nearest even into bfloat16, which is the
  * functor's rounding. NaN lanes are the functor's (a + b); results below 2^-126 raise underflow
  * as it does (tests/umath_tier_checks.py::test_arctan2_twin_matches_the_scalar_loop). */
-int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+/* Arctan2's eight lanes y, x (NaN lanes `nan`, replaced by 1.0): the rounded bfloat16;
+ * *tiny notes a result below 2^-126 (underflow). */
+inline __m128i atan2_block8(__m512d y, __m512d x, __mmask8 nan, bool *tiny)
 {
     const __m512d zero = _mm512_setzero_pd(), one = pd(1.0), inf = pd(INFINITY);
+    __m512d ay = _mm512_abs_pd(y), ax = _mm512_abs_pd(x);
+    __mmask8 steep = _mm512_cmp_pd_mask(ay, ax, _CMP_GT_OQ);
+    __m512d hi = _mm512_mask_blend_pd(steep, ax, ay), lo = _mm512_mask_blend_pd(steep, ay, ax);
+    __mmask8 hi_inf = _mm512_cmp_pd_mask(hi, inf, _CMP_EQ_OQ);
+    __mmask8 both_inf = hi_inf & _mm512_cmp_pd_mask(lo, inf, _CMP_EQ_OQ);
+    __mmask8 special = hi_inf | _mm512_cmp_pd_mask(hi, zero, _CMP_EQ_OQ);
+    hi = _mm512_mask_mov_pd(hi, special, one);
+    lo = _mm512_mask_mov_pd(_mm512_mask_mov_pd(lo, special, zero), both_inf, one);
+    __mmask8 shifted = _mm512_cmp_pd_mask(lo, _mm512_mul_pd(pd(0.41421356237309504880), hi),
+                                          _CMP_GT_OQ);
+    __m512d t = _mm512_div_pd(_mm512_mask_sub_pd(lo, shifted, lo, hi),
+                              _mm512_mask_add_pd(hi, shifted, lo, hi));
+    __m512d u = _mm512_mul_pd(t, t);
+    u = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(u, pd(0x1p-60), _CMP_GE_OQ), u); /* ops.h */
+    __m512d u2 = _mm512_mul_pd(u, u), u4 = _mm512_mul_pd(u2, u2);
+    const double *c = atan_poly;
+    __m512d p01 = _mm512_add_pd(pd(c[0]), _mm512_mul_pd(pd(c[1]), u));
+    __m512d p23 = _mm512_add_pd(pd(c[2]), _mm512_mul_pd(pd(c[3]), u));
+    __m512d p45 = _mm512_add_pd(pd(c[4]), _mm512_mul_pd(pd(c[5]), u));
+    __m512d p67 = _mm512_add_pd(pd(c[6]), _mm512_mul_pd(pd(c[7]), u));
+    __m512d p = _mm512_add_pd(
+            _mm512_add_pd(p01, _mm512_mul_pd(u2, p23)),
+            _mm512_mul_pd(u4, _mm512_add_pd(_mm512_add_pd(p45, _mm512_mul_pd(u2, p67)),
+                                            _mm512_mul_pd(u4, pd(c[8])))));
+    __m512d base = _mm512_mask_mov_pd(zero, shifted, pd(0.78539816339744830962));
+    __m512d r = _mm512_add_pd(base, _mm512_add_pd(t, _mm512_mul_pd(_mm512_mul_pd(t, u), p)));
+    r = _mm512_mask_sub_pd(r, steep, pd(1.57079632679489661923), r);
+    r = _mm512_mask_sub_pd(r, _mm512_movepi64_mask(_mm512_castpd_si512(x)),
+                           pd(3.14159265358979323846), r);
+    *tiny |= (_mm512_cmp_pd_mask(r, pd(0x1p-126), _CMP_LT_OQ) &
+              _mm512_cmp_pd_mask(r, zero, _CMP_NEQ_OQ) & (__mmask8)~nan) != 0;
+    __m512i rb = _mm512_castpd_si512(r);
+    rb = _mm512_mask_or_epi64(rb, _mm512_movepi64_mask(_mm512_castpd_si512(y)), rb,
+                              _mm512_set1_epi64((long long)0x8000000000000000ull));
+    r = _mm512_castsi512_pd(rb);
+    /* round to odd: toward zero, then the last bit set where that dropped anything */
+    __m256 f = _mm512_cvt_roundpd_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(f), r, _CMP_NEQ_UQ);
+    __m256i fb = _mm256_mask_or_epi32(_mm256_castps_si256(f), inexact, _mm256_castps_si256(f),
+                                      _mm256_set1_epi32(1));
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(fb, 16), _mm256_set1_epi32(1));
+    __m256i rounded = _mm256_srli_epi32(
+            _mm256_add_epi32(_mm256_add_epi32(fb, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    return _mm256_cvtepi32_epi16(rounded);
+}
+
+int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+{
     bool tiny_any = false;
     npy_intp i = 0;
+    /* two blocks a step: the chain of one block (a division, the polynomial, two roundings) is
+     * long, and two independent ones overlap (10^5 elements 242 -> 218 us, AMD EPYC Zen 5) */
+    for (; i + 16 <= n; i += 16) {
+        __mmask8 nan0 = 0, nan1 = 0;
+        __m512d y0 = atan2_operand(a + (a_bcast ? 0 : 2 * i), a_bcast, &nan0);
+        __m512d x0 = atan2_operand(b + (b_bcast ? 0 : 2 * i), b_bcast, &nan0);
+        __m512d y1 = atan2_operand(a + (a_bcast ? 0 : 2 * i + 16), a_bcast, &nan1);
+        __m512d x1 = atan2_operand(b + (b_bcast ? 0 : 2 * i + 16), b_bcast, &nan1);
+        __m128i r0 = atan2_block8(y0, x0, nan0, &tiny_any);
+        __m128i r1 = atan2_block8(y1, x1, nan1, &tiny_any);
+        store_block8<Arctan2>(r0, nan0, a, a_bcast, b, b_bcast, i, o); /* NaN lanes: functor */
+        store_block8<Arctan2>(r1, nan1, a, a_bcast, b, b_bcast, i + 8, o);
+    }
     for (; i + 8 <= n; i += 8) {
         __mmask8 nan = 0;
         __m512d y = atan2_operand(a + (a_bcast ? 0 : 2 * i), a_bcast, &nan);
         __m512d x = atan2_operand(b + (b_bcast ? 0 : 2 * i), b_bcast, &nan);
-        __m512d ay = _mm512_abs_pd(y), ax = _mm512_abs_pd(x);
-        __mmask8 steep = _mm512_cmp_pd_mask(ay, ax, _CMP_GT_OQ);
-        __m512d hi = _mm512_mask_blend_pd(steep, ax, ay), lo = _mm512_mask_blend_pd(steep, ay, ax);
-        __mmask8 hi_inf = _mm512_cmp_pd_mask(hi, inf, _CMP_EQ_OQ);
-        __mmask8 both_inf = hi_inf & _mm512_cmp_pd_mask(lo, inf, _CMP_EQ_OQ);
-        __mmask8 special = hi_inf | _mm512_cmp_pd_mask(hi, zero, _CMP_EQ_OQ);
-        hi = _mm512_mask_mov_pd(hi, special, one);
-        lo = _mm512_mask_mov_pd(_mm512_mask_mov_pd(lo, special, zero), both_inf, one);
-        __mmask8 shifted = _mm512_cmp_pd_mask(lo, _mm512_mul_pd(pd(0.41421356237309504880), hi),
-                                              _CMP_GT_OQ);
-        __m512d t = _mm512_div_pd(_mm512_mask_sub_pd(lo, shifted, lo, hi),
-                                  _mm512_mask_add_pd(hi, shifted, lo, hi));
-        __m512d u = _mm512_mul_pd(t, t);
-        u = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(u, pd(0x1p-60), _CMP_GE_OQ), u); /* ops.h */
-        __m512d u2 = _mm512_mul_pd(u, u), u4 = _mm512_mul_pd(u2, u2);
-        const double *c = atan_poly;
-        __m512d p01 = _mm512_add_pd(pd(c[0]), _mm512_mul_pd(pd(c[1]), u));
-        __m512d p23 = _mm512_add_pd(pd(c[2]), _mm512_mul_pd(pd(c[3]), u));
-        __m512d p45 = _mm512_add_pd(pd(c[4]), _mm512_mul_pd(pd(c[5]), u));
-        __m512d p67 = _mm512_add_pd(pd(c[6]), _mm512_mul_pd(pd(c[7]), u));
-        __m512d p = _mm512_add_pd(
-                _mm512_add_pd(p01, _mm512_mul_pd(u2, p23)),
-                _mm512_mul_pd(u4, _mm512_add_pd(_mm512_add_pd(p45, _mm512_mul_pd(u2, p67)),
-                                                _mm512_mul_pd(u4, pd(c[8])))));
-        __m512d base = _mm512_mask_mov_pd(zero, shifted, pd(0.78539816339744830962));
-        __m512d r = _mm512_add_pd(base, _mm512_add_pd(t, _mm512_mul_pd(_mm512_mul_pd(t, u), p)));
-        r = _mm512_mask_sub_pd(r, steep, pd(1.57079632679489661923), r);
-        r = _mm512_mask_sub_pd(r, _mm512_movepi64_mask(_mm512_castpd_si512(x)),
-                               pd(3.14159265358979323846), r);
-        tiny_any |= (_mm512_cmp_pd_mask(r, pd(0x1p-126), _CMP_LT_OQ) &
-                     _mm512_cmp_pd_mask(r, zero, _CMP_NEQ_OQ) & (__mmask8)~nan) != 0;
-        __m512i rb = _mm512_castpd_si512(r);
-        rb = _mm512_mask_or_epi64(rb, _mm512_movepi64_mask(_mm512_castpd_si512(y)), rb,
-                                  _mm512_set1_epi64((long long)0x8000000000000000ull));
-        r = _mm512_castsi512_pd(rb);
-        /* round to odd: toward zero, then the last bit set where that dropped anything */
-        __m256 f = _mm512_cvt_roundpd_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-        __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(f), r, _CMP_NEQ_UQ);
-        __m256i fb = _mm256_mask_or_epi32(_mm256_castps_si256(f), inexact, _mm256_castps_si256(f),
-                                          _mm256_set1_epi32(1));
-        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(fb, 16), _mm256_set1_epi32(1));
-        __m256i rounded = _mm256_srli_epi32(
-                _mm256_add_epi32(_mm256_add_epi32(fb, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        alignas(16) char res[16];
-        _mm_store_si128((__m128i *)res, _mm256_cvtepi32_epi16(rounded));
-        twin_store_block<Arctan2>(res, 8, nan, a, a_bcast, b, b_bcast, i, o); /* NaN lanes: functor */
+        store_block8<Arctan2>(atan2_block8(y, x, nan, &tiny_any), nan, a, a_bcast, b, b_bcast, i, o);
     }
     if (tiny_any) {
         std::feraiseexcept(FE_UNDERFLOW);
@@ -1069,9 +1104,7 @@ int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
         __m256i rounded = _mm256_srli_epi32(
                 _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        alignas(16) char res[16];
-        _mm_store_si128((__m128i *)res, _mm256_cvtepi32_epi16(rounded));
-        ovf |= twin_store_block<Power>(res, 8, scalar, a, a_bcast, b, b_bcast, i, o);
+        ovf |= store_block8<Power>(_mm256_cvtepi32_epi16(rounded), scalar, a, a_bcast, b, b_bcast, i, o);
     }
     return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
