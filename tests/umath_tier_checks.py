@@ -901,8 +901,9 @@ def assert_block_warnings_match(ufunc, pairs, lane):
 
 
 def test_arctan2_twin_matches_the_scalar_loop():
-    """arctan2's contiguous loop (eight float64 lanes at the avx512 tiers, loops_avx512.cpp
-    atan2_run; the functor elsewhere) equals the scalar loop bit for bit, with one operand
+    """arctan2's contiguous loop (sixteen float32 lanes, lanes near a rounding midpoint redone,
+    at the avx512 tiers: loops_avx512.cpp atan2_run; four float64 lanes at avx2) equals the
+    scalar loop bit for bit, with one operand
     broadcast too, at every length (tails included), and raises the same warnings: underflow
     for a result below 2^-126, invalid for a signalling NaN in any lane, nothing for quiet
     NaNs, zeros and infinities of either sign."""

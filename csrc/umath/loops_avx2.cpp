@@ -281,7 +281,7 @@ template <> struct V<Tanh> {
 
 namespace {
 
-/* ---- arctan2: ops.h's Arctan2 four lanes at a time, in float64 (loops_avx512.cpp's atan2_run
+/* ---- arctan2: ops.h's Arctan2 four lanes at a time, in float64 (the steps of the functor,
  * with blends for masks; the scalar loop's bits and warnings:
  * tests/umath_tier_checks.py::test_arctan2_twin_matches_the_scalar_loop) ------------------- */
 
