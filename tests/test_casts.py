@@ -603,10 +603,13 @@ def _layouts(a):
     unaligned[...] = a
     padded = np.zeros((a.size, 3), a.dtype)
     padded[:, 1] = a
+    pairs = np.full((a.size, 2), 7, a.dtype)  # every other element, as x[::2]
+    pairs[:, 0] = a
     rev = a[::-1].copy()[::-1]
     fortran = np.asfortranarray(a.reshape(256, -1))  # 2-D, Fortran order
     return [("contiguous", a), ("byteswapped", swapped), ("unaligned", unaligned),
-            ("strided", padded[:, 1]), ("reversed", rev), ("fortran", fortran)]
+            ("strided", padded[:, 1]), ("every other", pairs[:, 0]), ("reversed", rev),
+            ("fortran", fortran)]
 
 
 def _casts_in_every_layout(src, to):
