@@ -30,6 +30,7 @@ __all__ = ["matmul", "dot", "matvec", "vecmat", "vdot", "inner", "get_num_thread
            "set_num_threads", "num_threads"]
 
 _BF16 = np.dtype(bfloat16)
+_ndarray, _np_matmul = np.ndarray, np.matmul
 _OUT_DTYPES = (np.dtype(bfloat16), np.dtype(np.float32))
 
 
@@ -172,9 +173,12 @@ def matmul(a, b, *, out: Optional[np.ndarray] = None, out_dtype=None) -> np.ndar
     >>> matmul(np.eye(2, dtype=bfloat16), np.array([1.5, 2], bfloat16))
     array([1.5, 2. ], dtype=bfloat16)
     """
-    if (out is None and out_dtype is None and type(a) is np.ndarray and type(b) is np.ndarray
-            and a.dtype == _BF16 and b.dtype == _BF16 and a.ndim and b.ndim):
-        return np.matmul(a, b)  # the common case: numpy's gufunc machinery runs our kernel
+    if out is None and out_dtype is None and type(a) is _ndarray and type(b) is _ndarray:
+        # the common case: numpy's gufunc machinery runs our kernel (the dtype test by identity
+        # first: n = 16 products 1.59 -> 1.50 us, AMD EPYC Zen 5)
+        da, db = a.dtype, b.dtype
+        if (da is _BF16 or da == _BF16) and (db is _BF16 or db == _BF16) and a.ndim and b.ndim:
+            return _np_matmul(a, b)
     return _matmul(a, b, out, out_dtype, "matmul")
 
 
