@@ -123,52 +123,34 @@ template <class Op> struct V;
 /* Add and Multiply in asm with `a` as the instruction's first source: with two NaN operands
  * the first source's NaN is the result (float32's, and the strided loop's), and a compiler may
  * swap the operands of the intrinsics of these commutative operations
- * (umath_tier_checks.py::test_two_nans_give_the_first_operands_every_layout). */
+ * (umath_tier_checks.py::test_two_nans_give_the_first_operands_every_layout). The binary ones
+ * take 16 lanes, and 8 for the last step of twin_shadow_row. */
+template <class Vec> inline Vec add_first(Vec a, Vec b)
+{
+    Vec r;
+    __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+}
+template <class Vec> inline Vec mul_first(Vec a, Vec b)
+{
+    Vec r;
+    __asm__("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+}
 template <> struct V<Add> {
-    static __m512 f(__m512 a, __m512 b)
-    {
-        __m512 r;
-        __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
-        return r;
-    }
+    static __m512 f(__m512 a, __m512 b) { return add_first(a, b); }
+    static __m256 f(__m256 a, __m256 b) { return add_first(a, b); }
 };
 template <> struct V<Subtract> {
     static __m512 f(__m512 a, __m512 b) { return _mm512_sub_ps(a, b); }
+    static __m256 f(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
 };
 template <> struct V<Multiply> {
-    static __m512 f(__m512 a, __m512 b)
-    {
-        __m512 r;
-        __asm__("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
-        return r;
-    }
+    static __m512 f(__m512 a, __m512 b) { return mul_first(a, b); }
+    static __m256 f(__m256 a, __m256 b) { return mul_first(a, b); }
 };
 template <> struct V<Divide> {
     static __m512 f(__m512 a, __m512 b) { return _mm512_div_ps(a, b); }
-};
-/* The binary twins' functors on 8 lanes (the last step of twin_shadow_row), first source
- * first as in V. */
-template <class Op> struct V8;
-template <> struct V8<Add> {
-    static __m256 f(__m256 a, __m256 b)
-    {
-        __m256 r;
-        __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
-        return r;
-    }
-};
-template <> struct V8<Subtract> {
-    static __m256 f(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
-};
-template <> struct V8<Multiply> {
-    static __m256 f(__m256 a, __m256 b)
-    {
-        __m256 r;
-        __asm__("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
-        return r;
-    }
-};
-template <> struct V8<Divide> {
     static __m256 f(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
 };
 template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
@@ -1510,7 +1492,7 @@ inline void shadow_step8(char *o, const char *b, float *v)
     __m128i stored = _mm_loadu_si128((const __m128i *)o);
     __m256 sv = _mm256_loadu_ps(v);
     sv = _mm256_mask_blend_ps(_mm_cmpeq_epi16_mask(rounded8(sv), stored), widen8x(stored), sv);
-    __m256 r = V8<Op>::f(sv, widen8x(_mm_loadu_si128((const __m128i *)b)));
+    __m256 r = V<Op>::f(sv, widen8x(_mm_loadu_si128((const __m128i *)b)));
     __m256 g = _mm256_add_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), r),
                              _mm256_set1_ps(rounds_to_inf_offset));
     __asm__ volatile("" : : "v"(g)); /* the flag is the result */
