@@ -32,6 +32,15 @@ namespace {
 
 const int BLOCK = 32; /* bfloat16 elements per 64-byte vector */
 
+/* 16 (8) bfloat16 in natural order widened to float32 */
+inline __m512 widen16(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline __m256 widen8x(__m128i h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
 inline __m512 even_f32(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
 inline __m512 odd_f32(__m512i v)
 {
@@ -909,21 +918,21 @@ namespace {
 
 inline __m512d pd(double v) { return _mm512_set1_pd(v); }
 
-/* Eight results of a binary twin into o at element i; the lanes in `redo` from the functor
- * (twin_store_block). Most blocks have none and are stored from the register: a store of the
- * vpmovdw's memory form, read back at once, had made each block wait for it (power of 10^5
- * elements 311 -> 288 us, AMD EPYC Zen 5). */
-template <class Op>
-inline int store_block8(__m128i res, __mmask8 redo, const char *a, bool a_bcast, const char *b,
-                        bool b_bcast, npy_intp i, char *o)
+/* A block of results of a binary twin (8 or 16 bfloat16 in `res`) into o at element i; the
+ * lanes in `redo` from the functor (twin_store_block). Most blocks have none and are stored
+ * from the register: a store of the vpmovdw's memory form, read back at once, had made each
+ * block wait for it (power of 10^5 elements 311 -> 288 us, AMD EPYC Zen 5). */
+template <class Op, class Vec>
+inline int store_block(Vec res, unsigned redo, const char *a, bool a_bcast, const char *b,
+                       bool b_bcast, npy_intp i, char *o)
 {
     if (__builtin_expect(redo == 0, 1)) {
-        _mm_storeu_si128((__m128i *)(o + 2 * i), res);
+        memcpy(o + 2 * i, &res, sizeof res);
         return 0;
     }
-    alignas(16) char buf[16];
-    _mm_store_si128((__m128i *)buf, res);
-    return twin_store_block<Op>(buf, 8, redo, a, a_bcast, b, b_bcast, i, o);
+    alignas(sizeof(Vec)) char buf[sizeof(Vec)];
+    memcpy(buf, &res, sizeof res);
+    return twin_store_block<Op>(buf, (int)(sizeof(Vec) / 2), redo, a, a_bcast, b, b_bcast, i, o);
 }
 
 /* Sixteen bfloat16 (`bcast`: one, repeated) as float32, the NaN lanes (of either operand, in
@@ -933,8 +942,7 @@ inline __m512 atan2_operand16(const char *p, bool bcast, __mmask16 *nan)
     __m256i h = bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
     *nan |= _mm256_cmpgt_epu16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)),
                                     _mm256_set1_epi16(0x7f80));
-    h = _mm256_mask_blend_epi16(*nan, h, _mm256_set1_epi16(0x3f80));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return widen16(_mm256_mask_blend_epi16(*nan, h, _mm256_set1_epi16(0x3f80)));
 }
 
 /* float32 arithmetic rounding to nearest with exceptions suppressed ({rn-sae}): the lanes
@@ -954,12 +962,12 @@ constexpr float atan_f32_poly[5] = {-0.33333316445350647f, 0.19998489320278168f,
  * Arctan2's sixteen lanes in float32: the quotient of the smaller magnitude by the larger
  * (inf / inf as 1, x / inf and 0 / 0 as 0; both scaled by 2^-4 above 2^100, where their sum
  * would overflow), the pi/4 shift above tan(pi/8) (lo - hi and lo + hi exact), the polynomial,
- * the octant with pi/4, pi/2 and pi in two parts. Over 2^27 pairs of bfloat16 a float32 model of
- * these steps (NumPy, without the FMA) lay within 1.5 float32 ulp of the exact result, so where it lies more than 32 ulp from a bfloat16
- * rounding midpoint it rounds as the exact value does, and as the functor's float64 value
- * (4e-15) rounded to odd then to bfloat16 does. The other lanes go to *redo for the functor:
- * NaN operands, results near a midpoint, and results below 2^-125 (bfloat16 subnormals and the
- * functor's underflow warning) from a nonzero y.
+ * the octant with pi/4, pi/2 and pi in two parts. Over 2^27 pairs of bfloat16 a float32 model
+ * of these steps (NumPy, without the FMA) lay within 1.5 float32 ulp of the exact result, so
+ * where it lies more than 32 ulp from a bfloat16 rounding midpoint it rounds as the exact value
+ * does, and as the functor's float64 value (4e-15) rounded to odd then to bfloat16 does. The
+ * other lanes go to *redo for the functor: NaN operands, results near a midpoint, and results
+ * below 2^-125 (bfloat16 subnormals and the functor's underflow warning) from a nonzero y.
  */
 inline __m256i atan2_block16(__m512 y, __m512 x, __mmask16 *redo)
 {
@@ -1006,21 +1014,9 @@ inline __m256i atan2_block16(__m512 y, __m512 x, __mmask16 *redo)
     rb = _mm512_or_si512(rb, _mm512_and_si512(_mm512_castps_si512(y),
                                               _mm512_set1_epi32((int)0x80000000u)));
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(rb, 16), _mm512_set1_epi32(1));
-    rb = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    rb = _mm512_add_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x7fff)), lsb);
+    rb = _mm512_srli_epi32(rb, 16);
     return _mm512_cvtepi32_epi16(rb);
-}
-
-/* Sixteen results of arctan2 into o at element i; the lanes in `redo` from the functor. */
-inline void atan2_store16(__m256i res, __mmask16 redo, const char *a, bool a_bcast, const char *b,
-                          bool b_bcast, npy_intp i, char *o)
-{
-    if (__builtin_expect(redo == 0, 1)) {
-        _mm256_storeu_si256((__m256i *)(o + 2 * i), res);
-        return;
-    }
-    alignas(32) char buf[32];
-    _mm256_store_si256((__m256i *)buf, res);
-    twin_store_block<Arctan2>(buf, 16, redo, a, a_bcast, b, b_bcast, i, o);
 }
 
 /* arctan2, 16 lanes a step (the tail through the portable loop): the scalar loop's bits and
@@ -1036,7 +1032,7 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         __m512 x = atan2_operand16(b + (b_bcast ? 0 : 2 * i), b_bcast, &nan);
         __mmask16 redo = nan;
         __m256i res = atan2_block16(y, x, &redo);
-        atan2_store16(res, redo, a, a_bcast, b, b_bcast, i, o);
+        store_block<Arctan2>(res, redo, a, a_bcast, b, b_bcast, i, o);
     }
     return twin_tail<Arctan2>(a, a_bcast, b, b_bcast, o, i, n);
 }
@@ -1106,7 +1102,8 @@ int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
         __m256i rounded = _mm256_srli_epi32(
                 _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        ovf |= store_block8<Power>(_mm256_cvtepi32_epi16(rounded), scalar, a, a_bcast, b, b_bcast, i, o);
+        ovf |= store_block<Power>(_mm256_cvtepi32_epi16(rounded), scalar, a, a_bcast, b, b_bcast,
+                                  i, o);
     }
     return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
@@ -1431,8 +1428,6 @@ static const struct UpperHalves {
     }
 } upper_halves;
 
-inline __m512 widen16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
-inline __m256 widen8x(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
 
 /* plain_upper of 8 lanes, shifted down: the 8 bfloat16 (NaNs the hardware's) */
 inline __m128i rounded8(__m256 f)
@@ -1540,8 +1535,7 @@ inline __m512i compare_block(const char *p, bool one, npy_intp i)
 /* 16 elements (those of k) at i of p widened, or its one value in every lane */
 inline __m512 compare_half(const char *p, bool one, npy_intp i, __mmask16 k)
 {
-    __m256i h = one ? _mm256_set1_epi16((short)ld(p)) : _mm256_maskz_loadu_epi16(k, p + 2 * i);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return widen16(one ? _mm256_set1_epi16((short)ld(p)) : _mm256_maskz_loadu_epi16(k, p + 2 * i));
 }
 
 /* 32 elements a step: the even and odd elements compare as float32 (vcmpps, so a signalling
