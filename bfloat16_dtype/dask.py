@@ -24,7 +24,7 @@ import numpy as np
 from ._ext import bfloat16
 from .interop import _dtype_text, _is_ml_bfloat16
 from .linalg import matmul as _matmul_np
-from .numerics import _axis
+from .numerics import _axis, _sum_as_float32
 
 __all__ = ["matmul", "sum", "mean"]
 
@@ -97,6 +97,9 @@ def matmul(a: Any, b: Any, *, out_dtype=None, split_every: int | None = None) ->
 
 
 def _chunk_sum(x: np.ndarray, axis=None, keepdims=False, **kwargs) -> np.ndarray:
+    # the chunks (bfloat16) read directly, the partial sums (float32) by np.sum
+    if x.dtype == _BF16:
+        return _sum_as_float32(x, axis, keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=_F32)
 
 

@@ -72,6 +72,10 @@ void bf16_to_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff
  */
 float bf16_sum_f32(const void *src, ptrdiff_t stride, ptrdiff_t n);
 
+/* out[i] = a[i] + b[i] in float32: a and out contiguous float32 (out may be a, or must not
+ * overlap it), b contiguous bfloat16. */
+void bf16_add_to_f32(const void *a, const void *b, void *out, ptrdiff_t n);
+
 /* Same, accumulated in float64. */
 double bf16_sum_f64(const void *src, ptrdiff_t stride, ptrdiff_t n);
 

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from bfloat16_dtype import _ext, bfloat16
+from bfloat16_dtype.numerics import _sum_as_float32
 
 
 def flags_of(fn):
@@ -75,6 +76,17 @@ def main(src: str, dst: str) -> None:
             b = x.view(bfloat16)
             out[key + ":sum"] = np.atleast_1d(b.sum()).view(np.uint16)
             out[key + ":sum_stride2"] = np.atleast_1d(b[::2].sum()).view(np.uint16)
+            # the float32 sums of the private _sum_f32 ufunc: whole, and down the columns of
+            # rows of 37 and of 100 (its elementwise kernel), with the warnings raised
+            res, fl = flags_of(lambda: _sum_as_float32(b))
+            out[key + ":sum_f32"] = np.atleast_1d(res)
+            out[key + ":sum_f32_flags"] = fl
+            for m in (37, 100):
+                if b.size >= 2 * m:
+                    rows = b[: b.size - b.size % m].reshape(-1, m)
+                    res, fl = flags_of(lambda: _sum_as_float32(rows, 0))
+                    out[key + f":sum_f32_cols{m}"] = res
+                    out[key + f":sum_f32_cols{m}_flags"] = fl
             out[key + ":argmax"] = np.array(b.argmax() if b.size else -1)
             out[key + ":argmin"] = np.array(b.argmin() if b.size else -1)
         elif kind == "sort":

@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -97,6 +98,42 @@ def test_sum_within_float32_pairwise_bound(out, key):
     bits = INPUTS[key]
     check_sum(int(out[key + ":sum"][0]), bits)
     check_sum(int(out[key + ":sum_stride2"][0]), bits[::2])
+
+
+@pytest.mark.parametrize("key", FINITE_SUM_KEYS)
+def test_float32_sums_within_the_pairwise_bound(out, key):
+    """numerics' float32 sum (the _sum_f32 ufunc's reduce) of the same data: the float32 value
+    itself within (ceil(log2 n) + 2) * 2**-24 * sum|x| of the exact sum."""
+    v = exact_f32(INPUTS[key]).astype(np.float64)
+    exact = math.fsum(v)
+    bound = (math.ceil(math.log2(max(len(v), 2))) + 2) * 2.0**-24 * math.fsum(np.abs(v))
+    got = float(out[key + ":sum_f32"][0])
+    assert out[key + ":sum_f32"].dtype == np.float32
+    assert abs(got - exact) <= bound, (got, exact, bound)
+    assert not out[key + ":sum_f32_flags"].any()
+
+
+@pytest.mark.parametrize("key", [k for k in INPUTS if k.startswith("red:")
+                                 and INPUTS[k].size >= 2 * 37])
+def test_float32_column_sums_match_numpy_float32(out, key):
+    """Down the columns, the float32 sum adds one row at a time, as NumPy's float32 reduction
+    of the widened values does: the same bits (NaN where it gives NaN, payload aside) and the
+    same warnings, at every tier (kernels/reduce.c, add_to_f32)."""
+    wide = exact_f32(INPUTS[key])
+    for m in (37, 100):
+        if wide.size < 2 * m:
+            continue
+        rows = wide[: wide.size - wide.size % m].reshape(-1, m)
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+            warnings.simplefilter("always")
+            ref = rows.sum(axis=0)
+        text = " ".join(str(w.message) for w in caught)
+        flags = np.array(["overflow" in text, "underflow" in text, "invalid" in text])
+        got = out[key + f":sum_f32_cols{m}"]
+        nan = np.isnan(ref)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(got[~nan].view(np.uint32), ref[~nan].view(np.uint32))
+        np.testing.assert_array_equal(out[key + f":sum_f32_cols{m}_flags"], flags)
 
 
 @pytest.mark.parametrize("key", PROD_KEYS)

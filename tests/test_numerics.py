@@ -1,6 +1,8 @@
 """numerics helpers' arguments as NumPy's reductions take them: axis values and out= arrays
 (the accuracy tests are in test_reductions.py). References: np.sum/np.mean/np.var/np.std on
 float64 copies of exactly representable data, and NumPy's own refusals."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,95 @@ def test_out_of_ml_dtypes(ml_dtypes):
                       ([0.0], "got list")):
         with pytest.raises(TypeError, match=f"out must be a bfloat16 ndarray, {text}"):
             numerics.sum(DATA.astype(BF16), out=bad)
+
+
+def _sum_cases():
+    """(array, options) pairs: layouts NumPy passes to a reduction loop differently (contiguous
+    rows, the running row of an outer axis, strided, reversed, transposed, unaligned) and
+    every np.sum option."""
+    rng = np.random.default_rng(5)
+    base = (rng.standard_normal((6, 7, 40)) * 50).astype(np.float32).astype(BF16)
+    raw = np.frombuffer(b"\0" + base.tobytes(), np.uint8)[1:]           # one byte off
+    unaligned = raw.view(BF16).reshape(base.shape)
+    mask = rng.random((7, 40)) < 0.6
+    yield base, {}
+    for axis in (0, 1, 2, -1, (0, 2), (1, 2), (0, 1, 2)):
+        yield base, {"axis": axis}
+        yield base, {"axis": axis, "keepdims": True}
+    yield base.transpose(2, 0, 1), {"axis": 1}
+    yield base[:, ::2, ::-3], {"axis": 2}
+    yield base[:, ::2, ::-3], {"axis": 0}
+    yield unaligned, {"axis": 2}
+    yield unaligned, {"axis": 0}
+    yield base, {"axis": 2, "where": mask}
+    yield base, {"axis": 0, "where": mask}
+    yield base, {"axis": 0, "initial": 5.5}
+    yield base, {"initial": -1e6, "where": mask}
+    yield base.reshape(-1), {}
+    yield np.empty((0, 4), BF16), {"axis": 0}
+    yield np.empty((0, 4), BF16), {"axis": 1}
+    yield np.empty((0, 4), BF16), {}
+    yield np.array(2.5, BF16), {}
+
+
+@pytest.mark.parametrize("case", range(len(list(_sum_cases()))))
+def test_sum_as_float32_like_numpy(case):
+    """The float32 sum that numerics.sum/mean and the dask helpers use (the private _sum_f32
+    ufunc) takes np.sum's layouts and options: the shape and dtype of np.sum(a,
+    dtype=np.float32, ...), and values within float32's summation bound of the float64 sum.
+    The values are exact in float64 (50 * normal bfloat16 values, at most 1680 of them)."""
+    a, kw = list(_sum_cases())[case]
+    got = numerics._sum_as_float32(a, **kw)
+    like = np.sum(a, dtype=np.float32, **kw)
+    assert type(got) is type(like) and np.shape(got) == np.shape(like)
+    assert np.asarray(got).dtype == np.float32
+    wide = a.astype(np.float64)
+    ref = np.sum(wide, **kw)
+    scale = np.sum(np.abs(wide), **{k: v for k, v in kw.items() if k != "initial"})
+    scale = scale + abs(kw.get("initial", 0))
+    np.testing.assert_array_less(np.abs(np.asarray(got, np.float64) - ref), 2.0**-19 * scale + 1e-30)
+
+
+def test_sum_as_float32_warns_as_float32_does():
+    """Overflow and inf - inf warn as NumPy's float32 sum of the same values does, and an empty
+    sum is +0 as there (np.sum([-0.0]) is 0.0 too)."""
+    for vals, flag in (([3e38, 3e38], "overflow"), ([np.inf, -np.inf, 1.0], "invalid")):
+        a = np.array(vals, np.float32)
+        for x in (a, np.tile(a, 50)):
+            with pytest.warns(RuntimeWarning, match=flag):
+                ref = np.sum(x)
+            with pytest.warns(RuntimeWarning, match=flag):
+                got = numerics._sum_as_float32(x.astype(BF16))
+            assert np.array_equal(got, ref, equal_nan=True)
+    for x in (np.array([-0.0], BF16), np.empty(0, BF16)):
+        got = numerics._sum_as_float32(x)
+        assert got == 0 and not np.signbit(got)
+
+
+def test_sum_as_float32_refuses_what_np_sum_refuses():
+    x = np.ones((3, 4), BF16)
+    with pytest.raises(np.exceptions.AxisError):
+        numerics._sum_as_float32(x, 2)
+    with pytest.raises(ValueError, match="duplicate"):
+        numerics._sum_as_float32(x, (0, 0))
+    with pytest.raises(ValueError):
+        numerics._sum_as_float32(x, 0, where=np.ones(5, bool))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_mean_like_numpy_float32(axis):
+    """numerics.mean divides the float32 sum by the count in float32, as np.mean(a,
+    dtype=np.float32) does, and rounds once: the bfloat16 rounding of the float64 mean, or a
+    neighbour where the float32 steps land within a float32 ulp of a rounding midpoint. An
+    empty selection gives NaN with np.mean's warning."""
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal((300, 70)) * 3 + 1).astype(np.float32).astype(BF16)
+    got = values(numerics.mean(a, axis))
+    ref = np.mean(a.astype(np.float64), axis=axis)
+    ulp = np.spacing(np.abs(ref).astype(np.float32).astype(BF16).astype(np.float32)) * 2.0**16
+    np.testing.assert_array_less(np.abs(got - ref), ulp * 0.5 + 2.0**-20 * np.abs(ref))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        empty = numerics.mean(np.empty((3, 0), BF16), axis=1)
+    assert any("Mean of empty slice" in str(w.message) for w in caught)
+    assert np.isnan(values(empty)).all() and empty.shape == (3,)

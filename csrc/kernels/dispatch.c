@@ -13,6 +13,7 @@ static const bf16k_table table_baseline = {
     bf16k_sum32_baseline, bf16k_sum64_baseline, bf16k_prod32_baseline, bf16k_cnz_baseline,
     bf16k_argmax_baseline, bf16k_argmin_baseline,
     bf16k_i64_as_f32_baseline, bf16k_i32_as_f32_baseline,
+    bf16k_add_to_f32_baseline,
 };
 
 #if defined(BF16K_X86)
@@ -23,6 +24,7 @@ static const bf16k_table table_avx2 = {
     bf16k_sum32_avx2, bf16k_sum64_avx2, bf16k_prod32_avx2, bf16k_cnz_avx2,
     bf16k_argmax_avx2, bf16k_argmin_avx2,
     bf16k_i64_as_f32_avx2, bf16k_i32_as_f32_avx2,
+    bf16k_add_to_f32_avx2,
 };
 
 /* the AVX-512 tiers take the avx2 kernels where they have none of their own (F16C and the
@@ -34,6 +36,7 @@ static const bf16k_table table_avx512 = {
     bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
     bf16k_argmax_avx512, bf16k_argmin_avx512,
     bf16k_i64_as_f32_avx512, bf16k_i32_as_f32_avx512,
+    bf16k_add_to_f32_avx512,
 };
 #endif
 
@@ -47,6 +50,7 @@ static const bf16k_table table_avx512bf16 = {
     bf16k_sum32_avx512, bf16k_sum64_avx512, bf16k_prod32_avx512, bf16k_cnz_avx512,
     bf16k_argmax_avx512, bf16k_argmin_avx512,
     bf16k_i64_as_f32_avx512, bf16k_i32_as_f32_avx512,
+    bf16k_add_to_f32_avx512,
 };
 #endif
 

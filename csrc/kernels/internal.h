@@ -58,6 +58,8 @@ typedef struct {
     /* contiguous int64 / int32 -> float32; 1 when every |value| <= 2^24 (then exact) */
     int (*i64_as_f32)(const char *src, float *dst, ptrdiff_t n);
     int (*i32_as_f32)(const char *src, float *dst, ptrdiff_t n);
+    /* float32 a[i] + bfloat16 b[i] -> float32 o[i] (o may be a) */
+    void (*add_to_f32)(const char *a, const char *b, char *o, ptrdiff_t n);
 } bf16k_table;
 
 /* The table in force (baseline until bf16_kernels_init() has run). */
@@ -78,6 +80,7 @@ float bf16k_sum32_baseline(const char *s, ptrdiff_t n);
 double bf16k_sum64_baseline(const char *s, ptrdiff_t n);
 float bf16k_prod32_baseline(const char *s, ptrdiff_t ss, ptrdiff_t n);
 int64_t bf16k_cnz_baseline(const char *s, ptrdiff_t n);
+void bf16k_add_to_f32_baseline(const char *a, const char *b, char *o, ptrdiff_t n);
 
 /* argext.c */
 ptrdiff_t bf16k_argmax_baseline(const char *s, ptrdiff_t n);
@@ -96,6 +99,7 @@ float bf16k_sum32_avx2(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx2(const char *s, ptrdiff_t n);
 float bf16k_prod32_avx2(const char *s, ptrdiff_t ss, ptrdiff_t n);
 int64_t bf16k_cnz_avx2(const char *s, ptrdiff_t n);
+void bf16k_add_to_f32_avx2(const char *a, const char *b, char *o, ptrdiff_t n);
 ptrdiff_t bf16k_argmax_avx2(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmin_avx2(const char *s, ptrdiff_t n);
 
@@ -108,6 +112,7 @@ float bf16k_sum32_avx512(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx512(const char *s, ptrdiff_t n);
 float bf16k_prod32_avx512(const char *s, ptrdiff_t ss, ptrdiff_t n);
 int64_t bf16k_cnz_avx512(const char *s, ptrdiff_t n);
+void bf16k_add_to_f32_avx512(const char *a, const char *b, char *o, ptrdiff_t n);
 ptrdiff_t bf16k_argmax_avx512(const char *s, ptrdiff_t n);
 ptrdiff_t bf16k_argmin_avx512(const char *s, ptrdiff_t n);
 #endif

@@ -273,6 +273,9 @@ init_ufuncs(PyObject *module)
         r = register_accumulating_loops(numpy);
     }
     if (r == 0) {
+        r = register_widening_sum(module);
+    }
+    if (r == 0) {
         r = register_promoters(numpy, binary_promoted,
                                sizeof binary_promoted / sizeof binary_promoted[0]);
     }

@@ -1,8 +1,8 @@
 /*
  * umath/umath.h - what the files of the ufunc layer share: the loops that are not one functor
- * (special_loops.cpp), the float32-accumulating add/multiply (reduce_acc.cpp) and the
- * promoters (promoters.cpp), all registered by init_ufuncs (registry.cpp). Each register_*
- * returns 0, or -1 with a Python error set.
+ * (special_loops.cpp), the float32-accumulating add/multiply (reduce_acc.cpp), the private
+ * float32 sum ufunc (widen_sum.cpp) and the promoters (promoters.cpp), all registered by
+ * init_ufuncs (registry.cpp). Each register_* returns 0, or -1 with a Python error set.
  */
 #ifndef BF16_UMATH_UMATH_H
 #define BF16_UMATH_UMATH_H
@@ -16,6 +16,9 @@ PyObject *get_ufunc(PyObject *numpy, const char *name);
 
 /* The add and multiply loops (float32 accumulation in reductions). */
 int register_accumulating_loops(PyObject *numpy);
+
+/* module._sum_f32: float32 + bfloat16 -> float32, a private ufunc (widen_sum.cpp). */
+int register_widening_sum(PyObject *module);
 
 /* Promoters for bfloat16 with every other numeric operand of the named binary ufuncs, for
  * float_power, and for clip's bounds. */
