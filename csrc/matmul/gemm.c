@@ -689,7 +689,8 @@ static int line_nonfinite(const bg_view *v, int64_t i, int64_t K, int rows, sign
  * inf, which the integer and vector roundings of every tier do silently. Each task checks its own
  * block of C after computing it (its flags reach the caller's through tk->fe): one pass over the
  * block, and a pass over A's rows and B's columns only for a row of it holding an inf or a NaN
- * (tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16).
+ * (tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16). GEMM kernels with
+ * rounding_flags raise the flag as they round (kernel.h), and skip this pass.
  */
 static void flag_rounding_overflow(const bg_problem *p, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
@@ -733,8 +734,10 @@ static void run_task_body(bg_task *tk)
     else if (tk->batch != NULL)
         batch_thread(tk->batch);
     else {
-        tk->nonfinite = tk->pl->path == PATH_GEMM ? gemm_thread(tk) : gemv_thread(tk);
-        if (!tk->nonfinite) flag_rounding_overflow(tk->p, tk->m0, tk->m1, tk->n0, tk->n1);
+        int gemm = tk->pl->path == PATH_GEMM;
+        tk->nonfinite = gemm ? gemm_thread(tk) : gemv_thread(tk);
+        if (!tk->nonfinite && !(gemm && tk->kt->rounding_flags))
+            flag_rounding_overflow(tk->p, tk->m0, tk->m1, tk->n0, tk->n1);
     }
 }
 
