@@ -416,6 +416,37 @@ def test_overflow_warns_like_float32(sa, sb, threads):
         np.matmul(a.astype(bfloat16), b.astype(bfloat16))
 
 
+@pytest.mark.parametrize("m,k,n", [(84, 300, 128), (85, 300, 131), (30, 4200, 70), (1, 300, 1)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rounding_to_inf_warns_at_every_tier(m, k, n, threads):
+    """A finite float32 sum that rounds to bfloat16 inf (the largest bfloat16 + 2**119, a tie
+    that rounds to the even inf) reports "overflow" in row 0 alone, whichever of the tier's
+    stores rounds it: the kernel's own (84 x 128: full register blocks of every kernel), edge
+    blocks (85 x 131), the float32 tile (K > 4096), GEMV; the GEMM kernels raise it as they round
+    instead of the driver's pass over C (gemm.c, flag_rounding_overflow). An inf operand in a
+    row gives an inf there without it; finite sums below the midpoint none."""
+    a = np.ones((m, k), np.float32)
+    a[0, :] = 0.0
+    a[0, :2] = np.array([0x7F7F, 0x7B00], np.uint16).view(bfloat16).astype(np.float32)
+    b = np.ones((k, n), np.float32)
+    A, B = a.astype(bfloat16), b.astype(bfloat16)
+    with bd.num_threads(threads), np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError, match="overflow"):
+            np.matmul(A, B)
+    with bd.num_threads(threads), np.errstate(all="ignore"):
+        r = widen_f64(np.matmul(A, B))
+    assert np.all(np.isposinf(r[0])) and np.all(r[1:] == widen_f64(np.float32(k).astype(bfloat16)))
+    below = a.copy()
+    below[0, 1] = np.array([0x7AFF], np.uint16).view(bfloat16).astype(np.float32)[0]
+    inf_row = a.copy()
+    inf_row[0, :2] = [np.inf, 0.0]
+    with bd.num_threads(threads), np.errstate(all="raise"):
+        r = widen_f64(np.matmul(below.astype(bfloat16), B))
+        assert np.all(np.isfinite(r))
+        r = widen_f64(np.matmul(inf_row.astype(bfloat16), B))
+        assert np.all(np.isposinf(r[0]))
+
+
 _NONFINITE_DIGEST = """
 import hashlib, numpy as np, bfloat16_dtype as bd
 rng = np.random.default_rng(3)

@@ -299,9 +299,32 @@ BG_INLINE __m128i round8_bf16(__m256 x)
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(pk, 0x08));
 }
 
+/*
+ * A finite float32 sum of at least 0x7f7f8000 (the midpoint between bfloat16's largest value and
+ * inf; a tie rounds to the even inf) becomes inf when rounded to bfloat16, silently in every
+ * rounding here: FE_OVERFLOW for it, as float16's a @ b reports (an inf of the float32 sums
+ * raised its flag where it was computed, and an inf operand's inf none). The kernels whose
+ * bfloat16 output passes only through here and their own flagged stores then have
+ * rounding_flags (kernel.h), and the driver makes no pass over C (gemm.c,
+ * flag_rounding_overflow; tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16).
+ */
+BG_TARGET static void flag_rounding_to_inf(const float *t, int64_t ld, int64_t mr, int64_t nr)
+{
+    uint32_t over = 0;
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++) {
+            uint32_t u;
+            memcpy(&u, t + i * ld + j, 4);
+            u &= 0x7fffffffu;
+            over |= (uint32_t)(u - 0x7f7f8000u < 0x8000u);
+        }
+    if (over) feraiseexcept(FE_OVERFLOW);
+}
+
 BG_TARGET void bg_write_block_avx2(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                                        int64_t mr, int64_t nr)
 {
+    if (c->bf16) flag_rounding_to_inf(t, ld, mr, nr);
     if (c->bf16 && c->cs == 2) {
         for (int64_t i = 0; i < mr; i++) {
             unsigned char *q = c->p + (i0 + i) * c->rs + j0 * 2;
@@ -743,6 +766,7 @@ const bg_kernel bg_kernel_avx2 = {
     .pack = BG_PACK_F32,
     .gemv_ku = 16,
     .ukernel = ukernel_avx2,
+    .rounding_flags = 1,
     .write_block = bg_write_block_avx2,
     .pack_a = pack_a_avx2,
     .pack_b = pack_b_avx2,

@@ -439,6 +439,7 @@ const bg_kernel bg_kernel_avx512 = {
     .pack = BG_PACK_F32,
     .gemv_ku = 32,
     .ukernel = ukernel_avx512,
+    .rounding_flags = 1,
     .write_block = bg_write_block_avx2,
     .pack_a = pack_a_avx512,
     .pack_b = pack_b_avx512,

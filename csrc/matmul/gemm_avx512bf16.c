@@ -95,31 +95,14 @@ static inline float pair_slot(const unsigned char *x, int64_t step, int two, uin
  * FE_OVERFLOW where a float32 sum (|bits| maximum mx) rounds to bfloat16 inf: |x| at or above
  * 0x7f7f8000, the midpoint between bfloat16's largest finite value and inf (a tie rounds to the
  * even inf). The inputs are finite here (the packers sent any inf or NaN to the fallback), so
- * every inf of C is an overflow: the kernel (rounding_flags, kernel.h) spares the driver its
- * pass over C (gemm.c, flag_rounding_overflow), 2.9 % of a 1024^2 product on two threads (AMD
- * EPYC Zen 5; tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16).
+ * every inf of C is an overflow. With bg_write_block_avx2's check (edge blocks, the float32
+ * tile when K > KC) the kernel has rounding_flags (kernel.h): the driver makes no pass over C
+ * (gemm.c, flag_rounding_overflow), 2.9 % of a 1024^2 product on two threads (AMD EPYC Zen 5;
+ * tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16).
  */
 BG_INLINE void raise_rounding_overflow(__m512i mx)
 {
     if (_mm512_cmpge_epu32_mask(mx, _mm512_set1_epi32(0x7f7f8000))) feraiseexcept(FE_OVERFLOW);
-}
-
-/* bg_write_block_avx2 (edge blocks, and the float32 tile when K > KC) with the same flag */
-BG_TARGET static void write_block_bf16(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
-                                       int64_t mr, int64_t nr)
-{
-    if (c->bf16) {
-        uint32_t mx = 0;
-        for (int64_t i = 0; i < mr; i++)
-            for (int64_t j = 0; j < nr; j++) {
-                uint32_t u;
-                memcpy(&u, t + i * ld + j, 4);
-                u &= 0x7fffffffu;
-                mx = u > mx ? u : mx;
-            }
-        if (mx >= 0x7f7f8000u) feraiseexcept(FE_OVERFLOW);
-    }
-    bg_write_block_avx2(c, i0, j0, t, ld, mr, nr);
 }
 
 BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
@@ -570,7 +553,7 @@ const bg_kernel bg_kernel_avx512bf16 = {
     .ukernel = ukernel_bf16,
     .ukernel_stores_bf16 = 1,
     .rounding_flags = 1,
-    .write_block = write_block_bf16,
+    .write_block = bg_write_block_avx2,
     .pack_a = pack_a_bf16,
     .pack_b = bg_pack_b_bf16_pairs,
     .gemv_rows = bg_gemv_rows_bf16,

@@ -111,9 +111,8 @@ typedef struct bg_kernel_s {
     bg_ukernel_fn ukernel;
     int ukernel_stores_bf16; /* ukernel takes BG_STORE_BF16: full blocks with K <= KC skip write_block */
     /* 1: on the GEMM path, ukernel (BG_STORE_BF16) and write_block raise FE_OVERFLOW themselves
-     * where a float32 sum rounds to bfloat16 inf, so the driver makes no pass over C afterwards
-     * (gemm.c, flag_rounding_overflow); only for kernels that run on finite inputs alone
-     * (fallback), where every inf in C is an overflow */
+     * where a finite float32 sum rounds to bfloat16 inf (bg_write_block_avx2 does), so the
+     * driver makes no pass over C afterwards (gemm.c, flag_rounding_overflow) */
     int rounding_flags;
     bg_write_fn write_block;
     bg_pack_a_fn pack_a;
