@@ -954,11 +954,18 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
     /* a call made inside this one (Python code run by a cast) took at_call: a block of its own */
     AtValues own;
     AtValues &t = at_call.context == (const void *)context ? at_call.values : own;
-    npy_intp lo = index(0), hi = lo;
-    for (npy_intp i = 1; i < n; i++) {
-        npy_intp k = index(i);
-        lo = k < lo ? k : lo;
-        hi = k > hi ? k : hi;
+    /* The block's index range; a target of at most n elements is taken whole instead (its
+     * window costs no more than the block, and the pass over the indices was a third of the
+     * time of np.add.at of 2^24 indices into 4096 elements: 44 -> 31 ms, float32's 22; AMD EPYC
+     * Zen 5) */
+    npy_intp lo = 0, hi = shape - 1;
+    if (shape > n) {
+        lo = hi = index(0);
+        for (npy_intp i = 1; i < n; i++) {
+            npy_intp k = index(i);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
     }
     at_place(t, base, sbase, lo, hi, n, shape);
     int ovf = 0;
