@@ -7,7 +7,7 @@ tier, and below 5), the AVX2 network (<= 16, 32, 64, 128, 256 keys in 1-16 ymm r
 AVX-512 network (<= 16, 32, 64, 128, 256 keys) and bitonic merge
 (<= 1024, or <= 16384 filling 3/4 of a power of two, on the stack up to 8192), the order-key
 radix sort (<= 16384), the counting sort (>= 8192 for rows whose zeros or NaNs could reorder, > 16384 otherwise), argsort's
-network (AVX-512: <= 16, 32, 64; AVX2: <= 8, 16, 32, 64, 128), insertion (<= 32, baseline) and
+network (AVX-512: <= 16, 32, 64, 128, 256; AVX2: <= 8, 16, 32, 64, 128), insertion (<= 32, baseline) and
 radix paths (stack buffer up to 2048).
 2-D inputs sort each row (C order) or each strided row of a Fortran-ordered array (numpy
 copies it to a buffer first, as for axis=0)."""
@@ -155,3 +155,12 @@ def test_argsort_is_numpy_stable_float32_argsort(out, key):
     stable = stable_order(INPUTS[key])
     np.testing.assert_array_equal(out[key + ":argsort"], stable)
     np.testing.assert_array_equal(out[key + ":argsort_stable"], stable)
+
+
+@pytest.mark.parametrize("key", [k for k in INPUTS if INPUTS[k].shape[-1] <= 4096])
+def test_lexsort_is_numpy_float32_lexsort(out, key):
+    """np.lexsort sorts by the last key, handing the argsort the order the first key gave
+    (positions other than 0 .. n-1): numpy's float32 lexsort of the widened values (the
+    network's word path for such positions, csrc/kernels/sort.c arg_net_n)."""
+    f = exact_f32(INPUTS[key])
+    np.testing.assert_array_equal(out[key + ":lexsort"], np.lexsort((f, f[..., ::-1])))
