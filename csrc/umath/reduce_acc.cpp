@@ -1027,6 +1027,21 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
     return 0;
 }
 
+int
+add_reducing_binary_loop(PyObject *ufunc, const char *name, PyArray_DTypeMeta **dtypes,
+                         PyType_Slot *slots)
+{
+    PyArrayMethod_Spec spec = {};
+    spec.name = name;
+    spec.nin = 2;
+    spec.nout = 1;
+    spec.casting = NPY_NO_CASTING;
+    spec.flags = (NPY_ARRAYMETHOD_FLAGS)(NPY_METH_IS_REORDERABLE | NPY_METH_SUPPORTS_UNALIGNED);
+    spec.dtypes = dtypes;
+    spec.slots = slots;
+    return PyUFunc_AddLoopFromSpec(ufunc, &spec);
+}
+
 template <class Acc>
 static int
 add_accumulating_loop(PyObject *numpy, const char *name, PyArrayMethod_StridedLoop *plain)
@@ -1043,15 +1058,7 @@ add_accumulating_loop(PyObject *numpy, const char *name, PyArrayMethod_StridedLo
         {NPY_METH_get_reduction_initial, (void *)acc_initial<Acc>},
         {NPY_METH_contiguous_indexed_loop, (void *)acc_indexed_loop<Acc>},
         {0, NULL}};
-    PyArrayMethod_Spec spec = {};
-    spec.name = name;
-    spec.nin = 2;
-    spec.nout = 1;
-    spec.casting = NPY_NO_CASTING;
-    spec.flags = (NPY_ARRAYMETHOD_FLAGS)(NPY_METH_IS_REORDERABLE | NPY_METH_SUPPORTS_UNALIGNED);
-    spec.dtypes = dtypes;
-    spec.slots = slots;
-    int r = PyUFunc_AddLoopFromSpec(ufunc, &spec);
+    int r = add_reducing_binary_loop(ufunc, name, dtypes, slots);
     Py_DECREF(ufunc);
     return r;
 }

@@ -17,6 +17,11 @@ PyObject *get_ufunc(PyObject *numpy, const char *name);
 /* The add and multiply loops (float32 accumulation in reductions). */
 int register_accumulating_loops(PyObject *numpy);
 
+/* A binary loop (the slots' functions on these operand DTypes) with no casting that may
+ * reduce over several axes at once and runs on unaligned data (reduce_acc.cpp). */
+int add_reducing_binary_loop(PyObject *ufunc, const char *name, PyArray_DTypeMeta **dtypes,
+                             PyType_Slot *slots);
+
 /* module._sum_f32: float32 + bfloat16 -> float32, a private ufunc (widen_sum.cpp). */
 int register_widening_sum(PyObject *module);
 

@@ -88,15 +88,7 @@ register_widening_sum(PyObject *module)
                            {NPY_METH_unaligned_strided_loop, (void *)widen_add_loop},
                            {NPY_METH_get_reduction_initial, (void *)widen_add_initial},
                            {0, NULL}};
-    PyArrayMethod_Spec spec = {};
-    spec.name = "_sum_f32";
-    spec.nin = 2;
-    spec.nout = 1;
-    spec.casting = NPY_NO_CASTING;
-    spec.flags = (NPY_ARRAYMETHOD_FLAGS)(NPY_METH_IS_REORDERABLE | NPY_METH_SUPPORTS_UNALIGNED);
-    spec.dtypes = dtypes;
-    spec.slots = slots;
-    if (PyUFunc_AddLoopFromSpec(ufunc, &spec) < 0) {
+    if (add_reducing_binary_loop(ufunc, "_sum_f32", dtypes, slots) < 0) {
         Py_DECREF(ufunc);
         return -1;
     }
