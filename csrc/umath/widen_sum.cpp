@@ -13,7 +13,9 @@
  * first operand) adds the pairwise float32 sum of the bfloat16 operand (bf16_sum_f32, the
  * kernel of np.sum; tests/test_kernels_reduce.py::test_float32_sums_within_the_pairwise_bound);
  * any other call adds elementwise in float32, as NumPy's float32 loop does for outer-axis
- * reductions (the same bits: ::test_float32_column_sums_match_numpy_float32). Options and
+ * reductions (the same bits, a NaN's payload aside: where two NaNs meet, the compiler's
+ * operand order picks one, so a column of a +NaN then a -NaN may end -NaN where NumPy's gives
+ * the first; ::test_float32_column_sums_match_numpy_float32). Options and
  * layouts: tests/test_numerics.py::test_sum_as_float32_like_numpy.
  */
 #include "kernels.h"
