@@ -300,8 +300,8 @@ BG_INLINE __m128i round8_bf16(__m256 x)
 }
 
 /*
- * A finite float32 sum of at least 0x7f7f8000 (the midpoint between bfloat16's largest value and
- * inf; a tie rounds to the even inf) becomes inf when rounded to bfloat16, silently in every
+ * A finite float32 sum of at least BG_F32_ROUNDS_TO_INF (kernel.h) becomes inf when rounded to
+ * bfloat16, silently in every
  * rounding here: FE_OVERFLOW for it, as float16's a @ b reports (an inf of the float32 sums
  * raised its flag where it was computed, and an inf operand's inf none). The kernels whose
  * bfloat16 output passes only through here and their own flagged stores then have
@@ -316,7 +316,7 @@ BG_TARGET static void flag_rounding_to_inf(const float *t, int64_t ld, int64_t m
             uint32_t u;
             memcpy(&u, t + i * ld + j, 4);
             u &= 0x7fffffffu;
-            over |= (uint32_t)(u - 0x7f7f8000u < 0x8000u);
+            over |= (uint32_t)(u - BG_F32_ROUNDS_TO_INF < 0x7f800000u - BG_F32_ROUNDS_TO_INF);
         }
     if (over) feraiseexcept(FE_OVERFLOW);
 }

@@ -92,17 +92,15 @@ static inline float pair_slot(const unsigned char *x, int64_t step, int two, uin
 
 
 /*
- * FE_OVERFLOW where a float32 sum (|bits| maximum mx) rounds to bfloat16 inf: |x| at or above
- * 0x7f7f8000, the midpoint between bfloat16's largest finite value and inf (a tie rounds to the
- * even inf). The inputs are finite here (the packers sent any inf or NaN to the fallback), so
- * every inf of C is an overflow. With bg_write_block_avx2's check (edge blocks, the float32
- * tile when K > KC) the kernel has rounding_flags (kernel.h): the driver makes no pass over C
- * (gemm.c, flag_rounding_overflow), 2.9 % of a 1024^2 product on two threads (AMD EPYC Zen 5;
- * tests/test_linalg.py::test_rounding_overflow_to_inf_warns_like_float16).
+ * FE_OVERFLOW where a float32 sum (|bits| maximum mx) rounds to bfloat16 inf, for the blocks the
+ * kernel stores itself (bg_write_block_avx2 checks the others: edge blocks, the float32 tile
+ * when K > KC). The inputs are finite here (the packers sent any inf or NaN to the fallback), so
+ * an inf of the sums is an overflow too. The driver's pass over C this replaces
+ * (rounding_flags, kernel.h) was 2.9 % of a 1024^2 product on two threads (AMD EPYC Zen 5).
  */
 BG_INLINE void raise_rounding_overflow(__m512i mx)
 {
-    if (_mm512_cmpge_epu32_mask(mx, _mm512_set1_epi32(0x7f7f8000))) feraiseexcept(FE_OVERFLOW);
+    if (_mm512_cmpge_epu32_mask(mx, _mm512_set1_epi32((int)BG_F32_ROUNDS_TO_INF))) feraiseexcept(FE_OVERFLOW);
 }
 
 BG_TARGET static void ukernel_bf16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,

@@ -87,6 +87,10 @@ typedef int (*bg_small_fn)(int64_t M, int64_t N, int64_t K, const bg_view *a, co
 typedef void (*bg_write_fn)(const bg_out *c, int64_t i0, int64_t j0, const float *t, int64_t ld,
                             int64_t mr, int64_t nr);
 
+/* |float32 bits| from which a value rounds to bfloat16 inf: the midpoint between bfloat16's
+ * largest finite value and inf (a tie rounds to the even inf); see rounding_flags below */
+#define BG_F32_ROUNDS_TO_INF 0x7f7f8000u
+
 typedef struct bg_kernel_s {
     const char *name;      /* reported as _ext._gemm_kernel; starts with the tier name */
     bf16_tier tier;        /* the lowest tier whose instructions the code needs */
