@@ -25,7 +25,8 @@ BF16 = np.dtype(bfloat16)
 ALL_BITS = np.arange(65536, dtype=np.uint32).astype(np.uint16)
 ALL_VALUES = ALL_BITS.view(BF16)
 # lengths that end in every kind of tail of 8-, 16- and 32-lane loops
-LENGTHS = [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 1000, 4099]
+LENGTHS = [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 127, 128, 129, 200,
+           1000, 4099]
 
 
 def bits(a):
@@ -889,15 +890,17 @@ def test_two_nans_give_the_first_operands_every_layout(name):
 
 
 def assert_block_warnings_match(ufunc, pairs, lane):
-    """Each pair of operand bits at `lane` of 40-element blocks of 1.5: the contiguous call
-    raises the warnings of the scalar loop."""
+    """Each pair of operand bits at `lane` of 40-element arrays of 1.5, and at elements 100
+    and 270 of 300-element ones (a later block of a step of several blocks, a step of one
+    block): the contiguous call raises the warnings of the scalar loop."""
     for p, q in pairs:
-        pa, qa = np.full(40, 1.5, BF16), np.full(40, 1.5, BF16)
-        pa[lane] = np.uint16(p).view(BF16)
-        qa[lane] = np.uint16(q).view(BF16)
-        vector = warning_kinds(lambda v: ufunc(v, qa), pa)
-        scalar = warning_kinds(lambda v: scalar_loop(ufunc, v, qa, out_dtype=BF16), pa)
-        assert vector == scalar, (ufunc.__name__, hex(p), hex(q), vector, scalar)
+        for size, at in ((40, lane), (300, 100), (300, 270)):
+            pa, qa = np.full(size, 1.5, BF16), np.full(size, 1.5, BF16)
+            pa[at] = np.uint16(p).view(BF16)
+            qa[at] = np.uint16(q).view(BF16)
+            vector = warning_kinds(lambda v: ufunc(v, qa), pa)
+            scalar = warning_kinds(lambda v: scalar_loop(ufunc, v, qa, out_dtype=BF16), pa)
+            assert vector == scalar, (ufunc.__name__, hex(p), hex(q), at, vector, scalar)
 
 
 def test_arctan2_twin_matches_the_scalar_loop():
@@ -932,8 +935,9 @@ def test_arctan2_twin_matches_the_scalar_loop():
     assert_block_warnings_match(np.arctan2, [
         (0x1000, 0x7000), (0x7F81, 0x3F80), (0x3F80, 0xFF81), (0x7FC0, 0x3F80),
         (0x8000, 0x8000), (0x7F80, 0xFF80), (0x0001, 0x3F80), (0x3F80, 0x0000)], lane=17)
-    assert warning_kinds(lambda v: np.arctan2(v, np.full(40, 2.0**60, BF16)),
-                         np.full(40, 2.0**-100, BF16)) == ["underflow"]
+    for size in (40, 300):
+        assert warning_kinds(lambda v: np.arctan2(v, np.full(size, 2.0**60, BF16)),
+                             np.full(size, 2.0**-100, BF16)) == ["underflow"]
     # a result near +-pi/2 or +-pi from a tiny ratio raises nothing (as float32 and atan2f)
     for y, x in [(1e30, 1e-30), (3e38, 1.0), (1.0, -3e38), (2.0**-133, -1.0), (3e38, np.nan)]:
         ys, xs = np.full(40, y, BF16), np.full(40, x, BF16)

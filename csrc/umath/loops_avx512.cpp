@@ -959,7 +959,8 @@ constexpr float atan_f32_poly[5] = {-0.33333316445350647f, 0.19998489320278168f,
                                     -0.060833677649497986f};
 
 /*
- * Arctan2's sixteen lanes in float32: the quotient of the smaller magnitude by the larger
+ * Arctan2 in float32, U blocks of sixteen lanes, each step taken for every block before the next
+ * (as power_blocks): the quotient of the smaller magnitude by the larger
  * (inf / inf as 1, x / inf and 0 / 0 as 0; both scaled by 2^-4 above 2^100, where their sum
  * would overflow), the pi/4 shift above tan(pi/8) (lo - hi and lo + hi exact), the polynomial,
  * the octant with pi/4, pi/2 and pi in two parts. Over 2^27 pairs of bfloat16 a float32 model
@@ -969,71 +970,102 @@ constexpr float atan_f32_poly[5] = {-0.33333316445350647f, 0.19998489320278168f,
  * other lanes go to *redo for the functor: NaN operands, results near a midpoint, and results
  * below 2^-125 (bfloat16 subnormals and the functor's underflow warning) from a nonzero y.
  */
-inline __m256i atan2_block16(__m512 y, __m512 x, __mmask16 *redo)
+template <int U>
+inline void atan2_blocks16(const __m512 y[U], const __m512 x[U], __mmask16 redo[U], __m256i res[U])
 {
     const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
     const __m512 inf = _mm512_set1_ps(INFINITY);
-    __m512 ay = _mm512_abs_ps(y), ax = _mm512_abs_ps(x);
-    __mmask16 steep = _mm512_cmp_ps_mask(ay, ax, _CMP_GT_OQ);
-    __m512 hi = _mm512_mask_blend_ps(steep, ax, ay), lo = _mm512_mask_blend_ps(steep, ay, ax);
-    __mmask16 hi_inf = _mm512_cmp_ps_mask(hi, inf, _CMP_EQ_OQ);
-    __mmask16 both_inf = hi_inf & _mm512_cmp_ps_mask(lo, inf, _CMP_EQ_OQ);
-    __mmask16 special = hi_inf | _mm512_cmp_ps_mask(hi, zero, _CMP_EQ_OQ);
-    hi = _mm512_mask_mov_ps(hi, special, one);
-    lo = _mm512_mask_mov_ps(_mm512_mask_mov_ps(lo, special, zero), both_inf, one);
-    __mmask16 huge = _mm512_cmp_ps_mask(hi, _mm512_set1_ps(0x1p100f), _CMP_GT_OQ);
-    hi = _mm512_mask_mul_round_ps(hi, huge, hi, _mm512_set1_ps(0x1p-4f), RN_SAE);
-    lo = _mm512_mask_mul_round_ps(lo, huge, lo, _mm512_set1_ps(0x1p-4f), RN_SAE); /* tiny: redone */
-    __mmask16 shifted = _mm512_cmp_ps_mask(lo, mul_q(_mm512_set1_ps(0.41421356f), hi), _CMP_GT_OQ);
-    __m512 t = _mm512_div_round_ps(_mm512_mask_sub_round_ps(lo, shifted, lo, hi, RN_SAE),
-                                   _mm512_mask_add_round_ps(hi, shifted, lo, hi, RN_SAE), RN_SAE);
-    __m512 u = mul_q(t, t);
+    __m512 ay[U], hi[U], lo[U], t[U], u2[U], p[U], r[U];
+    __mmask16 steep[U], shifted[U];
+#define EACH for (int u = 0; u < U; u++)
+    EACH {
+        ay[u] = _mm512_abs_ps(y[u]);
+        __m512 ax = _mm512_abs_ps(x[u]);
+        steep[u] = _mm512_cmp_ps_mask(ay[u], ax, _CMP_GT_OQ);
+        hi[u] = _mm512_mask_blend_ps(steep[u], ax, ay[u]);
+        lo[u] = _mm512_mask_blend_ps(steep[u], ay[u], ax);
+        __mmask16 hi_inf = _mm512_cmp_ps_mask(hi[u], inf, _CMP_EQ_OQ);
+        __mmask16 both_inf = hi_inf & _mm512_cmp_ps_mask(lo[u], inf, _CMP_EQ_OQ);
+        __mmask16 special = hi_inf | _mm512_cmp_ps_mask(hi[u], zero, _CMP_EQ_OQ);
+        hi[u] = _mm512_mask_mov_ps(hi[u], special, one);
+        lo[u] = _mm512_mask_mov_ps(_mm512_mask_mov_ps(lo[u], special, zero), both_inf, one);
+        __mmask16 huge = _mm512_cmp_ps_mask(hi[u], _mm512_set1_ps(0x1p100f), _CMP_GT_OQ);
+        hi[u] = _mm512_mask_mul_round_ps(hi[u], huge, hi[u], _mm512_set1_ps(0x1p-4f), RN_SAE);
+        lo[u] = _mm512_mask_mul_round_ps(lo[u], huge, lo[u], _mm512_set1_ps(0x1p-4f), RN_SAE); /* tiny: redone */
+        shifted[u] = _mm512_cmp_ps_mask(lo[u], mul_q(_mm512_set1_ps(0.41421356f), hi[u]), _CMP_GT_OQ);
+    }
+    EACH t[u] = _mm512_div_round_ps(_mm512_mask_sub_round_ps(lo[u], shifted[u], lo[u], hi[u], RN_SAE),
+                                    _mm512_mask_add_round_ps(hi[u], shifted[u], lo[u], hi[u], RN_SAE), RN_SAE);
+    EACH u2[u] = mul_q(t[u], t[u]);
     const float *c = atan_f32_poly;
-    __m512 p = fma_q(_mm512_set1_ps(c[4]), u, _mm512_set1_ps(c[3]));
-    p = fma_q(p, u, _mm512_set1_ps(c[2]));
-    p = fma_q(p, u, _mm512_set1_ps(c[1]));
-    p = fma_q(p, u, _mm512_set1_ps(c[0]));
-    __m512 r = fma_q(mul_q(t, u), p, t);
-    /* + pi/4, pi/2 - r, pi - r: the constant's float32 part last, its remainder first */
-    r = _mm512_mask_mov_ps(r, shifted, add_q(add_q(r, _mm512_set1_ps(-2.18556941e-08f)),
-                                             _mm512_set1_ps(0.785398185f)));
-    r = _mm512_mask_mov_ps(r, steep, add_q(sub_q(_mm512_set1_ps(1.57079637f), r),
-                                           _mm512_set1_ps(-4.37113883e-08f)));
-    r = _mm512_mask_mov_ps(r, _mm512_movepi32_mask(_mm512_castps_si512(x)),
-                           add_q(sub_q(_mm512_set1_ps(3.14159274f), r),
-                                 _mm512_set1_ps(-8.74227766e-08f)));
-    __m512i rb = _mm512_castps_si512(r);
-    __mmask16 tiny = _mm512_cmp_ps_mask(r, _mm512_set1_ps(0x1p-125f), _CMP_LT_OQ) &
-                     _mm512_cmp_ps_mask(ay, zero, _CMP_NEQ_OQ);
-    __mmask16 near = _mm512_cmple_epu32_mask(
-            _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(rb, _mm512_set1_epi32(0xffff)),
-                                              _mm512_set1_epi32(0x8000))),
-            _mm512_set1_epi32(32));
-    *redo |= tiny | near;
-    /* the sign of y; r is finite and nonnegative here, so rounding is one add */
-    rb = _mm512_or_si512(rb, _mm512_and_si512(_mm512_castps_si512(y),
-                                              _mm512_set1_epi32((int)0x80000000u)));
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(rb, 16), _mm512_set1_epi32(1));
-    rb = _mm512_add_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x7fff)), lsb);
-    rb = _mm512_srli_epi32(rb, 16);
-    return _mm512_cvtepi32_epi16(rb);
+    EACH p[u] = fma_q(_mm512_set1_ps(c[4]), u2[u], _mm512_set1_ps(c[3]));
+    for (int j = 2; j >= 0; j--) EACH p[u] = fma_q(p[u], u2[u], _mm512_set1_ps(c[j]));
+    EACH r[u] = fma_q(mul_q(t[u], u2[u]), p[u], t[u]);
+    EACH {
+        /* + pi/4, pi/2 - r, pi - r: the constant's float32 part last, its remainder first */
+        r[u] = _mm512_mask_mov_ps(r[u], shifted[u], add_q(add_q(r[u], _mm512_set1_ps(-2.18556941e-08f)),
+                                                          _mm512_set1_ps(0.785398185f)));
+        r[u] = _mm512_mask_mov_ps(r[u], steep[u], add_q(sub_q(_mm512_set1_ps(1.57079637f), r[u]),
+                                                        _mm512_set1_ps(-4.37113883e-08f)));
+        r[u] = _mm512_mask_mov_ps(r[u], _mm512_movepi32_mask(_mm512_castps_si512(x[u])),
+                                  add_q(sub_q(_mm512_set1_ps(3.14159274f), r[u]),
+                                        _mm512_set1_ps(-8.74227766e-08f)));
+    }
+    EACH {
+        __m512i rb = _mm512_castps_si512(r[u]);
+        __mmask16 tiny = _mm512_cmp_ps_mask(r[u], _mm512_set1_ps(0x1p-125f), _CMP_LT_OQ) &
+                         _mm512_cmp_ps_mask(ay[u], zero, _CMP_NEQ_OQ);
+        __mmask16 near = _mm512_cmple_epu32_mask(
+                _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(rb, _mm512_set1_epi32(0xffff)),
+                                                  _mm512_set1_epi32(0x8000))),
+                _mm512_set1_epi32(32));
+        redo[u] |= tiny | near;
+        /* the sign of y; r is finite and nonnegative here, so rounding is one add */
+        rb = _mm512_or_si512(rb, _mm512_and_si512(_mm512_castps_si512(y[u]),
+                                                  _mm512_set1_epi32((int)0x80000000u)));
+        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(rb, 16), _mm512_set1_epi32(1));
+        rb = _mm512_add_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x7fff)), lsb);
+        res[u] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(rb, 16));
+    }
+#undef EACH
 }
 
-/* arctan2, 16 lanes a step (the tail through the portable loop): the scalar loop's bits and
- * warnings (tests/umath_tier_checks.py::test_arctan2_twin_matches_the_scalar_loop). 10^5
- * random pairs: 272 us in float64, eight lanes a step, 115 us so (AMD EPYC Zen 5; NumPy's
- * float32 60 us); all 2^32 pairs gave the baseline tier's bits and warnings in a one-off run. */
+/* arctan2, 16 lanes a block, U blocks a step (as power_blocks), the tail through the portable
+ * loop: the scalar loop's bits and warnings (tests/umath_tier_checks.py::
+ * test_arctan2_twin_matches_the_scalar_loop). 10^5 random pairs: 272 us in float64, eight
+ * lanes a step; 115 us in float32 a block at a time; 106 / 92 / 86 us two / four / eight
+ * blocks a step (AMD EPYC Zen 5; NumPy's float32 60 us); all 2^32 pairs gave the baseline
+ * tier's bits and warnings in a one-off run of the one-block loop, whose operations per lane
+ * the blocked loop repeats. */
+constexpr int ATAN2_U = 8;
+
+template <int U>
+inline npy_intp atan2_steps(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
+                            npy_intp i, npy_intp n)
+{
+    for (; i + 16 * U <= n; i += 16 * U) {
+        __m512 y[U], x[U];
+        __mmask16 redo[U];
+        __m256i res[U];
+        for (int u = 0; u < U; u++) {
+            __mmask16 nan = 0;
+            npy_intp j = i + 16 * u;
+            y[u] = atan2_operand16(a + (a_bcast ? 0 : 2 * j), a_bcast, &nan);
+            x[u] = atan2_operand16(b + (b_bcast ? 0 : 2 * j), b_bcast, &nan);
+            redo[u] = nan;
+        }
+        atan2_blocks16<U>(y, x, redo, res);
+        for (int u = 0; u < U; u++) {
+            store_block<Arctan2>(res[u], redo[u], a, a_bcast, b, b_bcast, i + 16 * u, o);
+        }
+    }
+    return i;
+}
+
 int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
 {
-    npy_intp i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __mmask16 nan = 0;
-        __m512 y = atan2_operand16(a + (a_bcast ? 0 : 2 * i), a_bcast, &nan);
-        __m512 x = atan2_operand16(b + (b_bcast ? 0 : 2 * i), b_bcast, &nan);
-        __mmask16 redo = nan;
-        __m256i res = atan2_block16(y, x, &redo);
-        store_block<Arctan2>(res, redo, a, a_bcast, b, b_bcast, i, o);
-    }
+    npy_intp i = atan2_steps<ATAN2_U>(a, a_bcast, b, b_bcast, o, 0, n);
+    i = atan2_steps<1>(a, a_bcast, b, b_bcast, o, i, n);
     return twin_tail<Arctan2>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
@@ -1046,64 +1078,90 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
  * overflow, underflow, near a midpoint, exact results on one) takes powf itself. So the loop
  * gives the scalar loop's bits and flags (tests/umath_tier_checks.py::
  * test_power_twin_matches_the_scalar_loop). */
-inline __m512d power_operand(const char *p, bool bcast, __m128i *bits)
+/* U blocks of eight lanes, each step taken for every block before the next: the steps form
+ * one long chain of dependent operations per block, and with one block at a time the
+ * scheduler filled with the chain's waiting steps before the next block's could start (10^5
+ * elements: 291 us a block at a time, 278 / 212 / 178 us two / four / eight blocks a step,
+ * AMD EPYC Zen 5; NumPy's float32 67 us). The same operations per lane in the same order: the
+ * bits are the one-block loop's. The results and `scalar` lanes of block u: res[u], scalar[u]. */
+template <int U>
+inline void power_blocks(const char *a, bool a_bcast, const char *b, bool b_bcast, npy_intp i,
+                         __m128i res[U], __mmask8 scalar[U])
 {
-    __m128i h = bcast ? _mm_set1_epi16((short)ld(p)) : _mm_loadu_si128((const __m128i *)p);
-    *bits = h;
-    return _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+    const __m512d one = pd(1.0);
+    __m512d x[U], y[U], e[U], m[U], s[U], s2[U], q[U], t[U], k[U], f[U], p[U], r[U];
+#define EACH for (int u = 0; u < U; u++)
+    EACH {
+        __m128i hx, hy;
+        npy_intp j = i + 8 * u;
+        /* lanes for powf: x negative, zero, inf or NaN; y inf or NaN (the 16-bit patterns) */
+        hx = a_bcast ? _mm_set1_epi16((short)ld(a)) : _mm_loadu_si128((const __m128i *)(a + 2 * j));
+        hy = b_bcast ? _mm_set1_epi16((short)ld(b)) : _mm_loadu_si128((const __m128i *)(b + 2 * j));
+        scalar[u] = _mm_cmpge_epu16_mask(_mm_sub_epi16(hx, _mm_set1_epi16(1)),
+                                         _mm_set1_epi16(0x7f80 - 1)) |
+                    _mm_cmpge_epu16_mask(_mm_and_si128(hy, _mm_set1_epi16(0x7fff)),
+                                         _mm_set1_epi16(0x7f80));
+        hx = _mm_mask_blend_epi16(scalar[u], hx, _mm_set1_epi16(0x3f80));
+        hy = _mm_mask_blend_epi16(scalar[u], hy, _mm_set1_epi16(0x3f80));
+        x[u] = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hx), 16)));
+        y[u] = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hy), 16)));
+    }
+    EACH {
+        e[u] = _mm512_getexp_pd(x[u]);
+        m[u] = _mm512_getmant_pd(x[u], _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+        __mmask8 big = _mm512_cmp_pd_mask(m[u], pd(1.41421356237309504880), _CMP_GT_OQ);
+        m[u] = _mm512_mask_mul_pd(m[u], big, m[u], pd(0.5));
+        e[u] = _mm512_mask_add_pd(e[u], big, e[u], one);
+    }
+    EACH s[u] = _mm512_div_pd(_mm512_sub_pd(m[u], one), _mm512_add_pd(m[u], one));
+    EACH s2[u] = _mm512_mul_pd(s[u], s[u]);
+    EACH q[u] = pd(log2_series[8]);
+    for (int j = 7; j >= 0; j--) EACH q[u] = _mm512_fmadd_pd(q[u], s2[u], pd(log2_series[j]));
+    EACH t[u] = _mm512_mul_pd(y[u], _mm512_fmadd_pd(s[u], q[u], e[u]));
+    EACH {
+        /* out of 2^-126..2^126 (and some margin): powf, which reports overflow/underflow */
+        scalar[u] |= _mm512_cmp_pd_mask(_mm512_abs_pd(t[u]), pd(125.0), _CMP_GT_OQ);
+        t[u] = _mm512_mask_mov_pd(t[u], scalar[u], _mm512_setzero_pd());
+        k[u] = _mm512_roundscale_pd(t[u], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        f[u] = _mm512_sub_pd(t[u], k[u]);
+    }
+    EACH p[u] = pd(exp2_taylor[12]);
+    for (int j = 11; j >= 0; j--) EACH p[u] = _mm512_fmadd_pd(p[u], f[u], pd(exp2_taylor[j]));
+    EACH r[u] = _mm512_scalef_pd(p[u], k[u]);
+    EACH {
+        /* within 2^-20 of a midpoint between bfloat16 values: the 45 bits below bfloat16's
+         * mantissa are within 2^32 of half their range (a guard: over 6.5 million pairs, every
+         * positive finite base with 220 exponents, no result differed without it) */
+        __m512i rb = _mm512_and_si512(_mm512_castpd_si512(r[u]), _mm512_set1_epi64((1ll << 45) - 1));
+        __m512i off = _mm512_abs_epi64(_mm512_sub_epi64(rb, _mm512_set1_epi64(1ll << 44)));
+        scalar[u] |= _mm512_cmplt_epi64_mask(off, _mm512_set1_epi64(1ll << 32));
+        __m256i w = _mm256_castps_si256(_mm512_cvtpd_ps(r[u])); /* a normal float32: only "inexact" */
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(w, 16), _mm256_set1_epi32(1));
+        __m256i rounded = _mm256_srli_epi32(
+                _mm256_add_epi32(_mm256_add_epi32(w, _mm256_set1_epi32(0x7fff)), lsb), 16);
+        res[u] = _mm256_cvtepi32_epi16(rounded);
+    }
+#undef EACH
 }
 
 int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
 {
-    const __m512d one = pd(1.0);
+    constexpr int U = 8;
     npy_intp i = 0;
     int ovf = 0;
+    for (; i + 8 * U <= n; i += 8 * U) {
+        __m128i res[U];
+        __mmask8 scalar[U];
+        power_blocks<U>(a, a_bcast, b, b_bcast, i, res, scalar);
+        for (int u = 0; u < U; u++) {
+            ovf |= store_block<Power>(res[u], scalar[u], a, a_bcast, b, b_bcast, i + 8 * u, o);
+        }
+    }
     for (; i + 8 <= n; i += 8) {
-        __m128i hx, hy;
-        /* lanes for powf: x negative, zero, inf or NaN; y inf or NaN (the 16-bit patterns) */
-        __m512d x0 = power_operand(a + (a_bcast ? 0 : 2 * i), a_bcast, &hx);
-        __m512d y0 = power_operand(b + (b_bcast ? 0 : 2 * i), b_bcast, &hy);
-        (void)x0;
-        (void)y0;
-        __mmask8 scalar = _mm_cmpge_epu16_mask(_mm_sub_epi16(hx, _mm_set1_epi16(1)),
-                                               _mm_set1_epi16(0x7f80 - 1)) |
-                          _mm_cmpge_epu16_mask(_mm_and_si128(hy, _mm_set1_epi16(0x7fff)),
-                                               _mm_set1_epi16(0x7f80));
-        hx = _mm_mask_blend_epi16(scalar, hx, _mm_set1_epi16(0x3f80));
-        hy = _mm_mask_blend_epi16(scalar, hy, _mm_set1_epi16(0x3f80));
-        __m512d x = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hx), 16)));
-        __m512d y = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hy), 16)));
-        __m512d e = _mm512_getexp_pd(x);
-        __m512d m = _mm512_getmant_pd(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
-        __mmask8 big = _mm512_cmp_pd_mask(m, pd(1.41421356237309504880), _CMP_GT_OQ);
-        m = _mm512_mask_mul_pd(m, big, m, pd(0.5));
-        e = _mm512_mask_add_pd(e, big, e, one);
-        __m512d s = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one));
-        __m512d s2 = _mm512_mul_pd(s, s);
-        __m512d q = pd(log2_series[8]);
-        for (int j = 7; j >= 0; j--) q = _mm512_fmadd_pd(q, s2, pd(log2_series[j]));
-        __m512d t = _mm512_mul_pd(y, _mm512_fmadd_pd(s, q, e));
-        /* out of 2^-126..2^126 (and some margin): powf, which reports overflow/underflow */
-        scalar |= _mm512_cmp_pd_mask(_mm512_abs_pd(t), pd(125.0), _CMP_GT_OQ);
-        t = _mm512_mask_mov_pd(t, scalar, _mm512_setzero_pd());
-        __m512d k = _mm512_roundscale_pd(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512d f = _mm512_sub_pd(t, k);
-        __m512d p = pd(exp2_taylor[12]);
-        for (int j = 11; j >= 0; j--) p = _mm512_fmadd_pd(p, f, pd(exp2_taylor[j]));
-        __m512d r = _mm512_scalef_pd(p, k);
-        /* within 2^-20 of a midpoint between bfloat16 values: the 45 bits below bfloat16's
-         * mantissa are within 2^32 of half their range (a guard: over 6.5 million pairs, every
-         * positive finite base with 220 exponents, no result differed without it) */
-        __m512i rb = _mm512_and_si512(_mm512_castpd_si512(r), _mm512_set1_epi64((1ll << 45) - 1));
-        __m512i off = _mm512_abs_epi64(_mm512_sub_epi64(rb, _mm512_set1_epi64(1ll << 44)));
-        scalar |= _mm512_cmplt_epi64_mask(off, _mm512_set1_epi64(1ll << 32));
-        __m256 r32 = _mm512_cvtpd_ps(r); /* a normal float32: only "inexact" */
-        __m256i u = _mm256_castps_si256(r32);
-        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-        __m256i rounded = _mm256_srli_epi32(
-                _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        ovf |= store_block<Power>(_mm256_cvtepi32_epi16(rounded), scalar, a, a_bcast, b, b_bcast,
-                                  i, o);
+        __m128i res[1];
+        __mmask8 scalar[1];
+        power_blocks<1>(a, a_bcast, b, b_bcast, i, res, scalar);
+        ovf |= store_block<Power>(res[0], scalar[0], a, a_bcast, b, b_bcast, i, o);
     }
     return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
