@@ -101,6 +101,12 @@ class NumpyContender(Contender):
     def arctan2(self, a, b, out):
         return np.arctan2(a, b, out=out)
 
+    def hypot(self, a, b, out):
+        return np.hypot(a, b, out=out)
+
+    def power(self, a, b, out):
+        return np.power(a, b, out=out)
+
     def exp_value(self, a):
         return np.exp(a)
 
@@ -290,6 +296,12 @@ class TorchContender(Contender):
 
     def arctan2(self, a, b, out):
         return self.torch.atan2(a, b, out=out)
+
+    def hypot(self, a, b, out):
+        return self.torch.hypot(a, b, out=out)
+
+    def power(self, a, b, out):
+        return self.torch.pow(a, b, out=out)
 
     def exp_value(self, a):
         return self.torch.exp(a)

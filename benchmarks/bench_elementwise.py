@@ -108,9 +108,10 @@ def build_elementwise(ctx: Context) -> Section:
         title="Elementwise ufuncs (into preallocated out=)",
         note=(
             "Time per call of `np.add(a, b, out=c)`, `np.multiply(a, b, out=c)`, "
-            "`np.exp/log/tanh(a, out=c)`, `np.arctan2(a, b, out=c)`, and "
+            "`np.exp/log/tanh(a, out=c)`, `np.arctan2/hypot/power(a, b, out=c)`, and "
             "`np.add(a[::2], b[::2], out=c)` (\"stride 2\") "
-            "(torch: `torch.add/mul/exp/log/tanh/atan2(..., out=c)`) on arrays of the contender's dtype, and GB/s "
+            "(torch: `torch.add/mul/exp/log/tanh/atan2/hypot/pow(..., out=c)`) on arrays of the "
+            "contender's dtype (values uniform in [0, 1)), and GB/s "
             "of traffic (inputs + output). "
             f"bfloat16_dtype's ufunc loops ran at the `{ufunc_tier()}` tier "
             "(`BFLOAT16_DTYPE_ISA` caps it). "
@@ -124,7 +125,7 @@ def build_elementwise(ctx: Context) -> Section:
     for n in ctx.settings.pick_sizes(ELEMENTWISE_FULL_SIZES, ELEMENTWISE_QUICK_SIZES):
         size = format_count(n)
         for name, arity in (("add", 2), ("multiply", 2), ("exp", 1), ("log", 1), ("tanh", 1),
-                            ("arctan2", 2)):
+                            ("arctan2", 2), ("hypot", 2), ("power", 2)):
 
             def setup(c, n=n, name=name, arity=arity):
                 op = getattr(c, name)

@@ -315,6 +315,28 @@ def test_comparisons(name):
     prop()
 
 
+def test_hypot_is_float32_hypot_rounded():
+    """hypot is NumPy's float32 hypot of the widened operands, rounded to bfloat16 (ops.h
+    Hypot computes hypotf's float64 root itself, for the tiers' twins): 2 million random
+    pairs, every pattern against 1 and against the largest finite value, every pair of the
+    IEEE special values. NaN results compare as NaN (their payloads are the casts')."""
+    rng = np.random.default_rng(5)
+    specials = np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0001,
+                         0x8001, 0x0080, 0x7F7F, 0xFF7F], np.uint16)
+    sa, sb = np.meshgrid(specials, specials)
+    a = np.concatenate([RANDOM_A, rng.integers(0, 65536, 2_000_000).astype(np.uint16), ALL_BITS,
+                        ALL_BITS, sa.ravel()])
+    b = np.concatenate([RANDOM_B, rng.integers(0, 65536, 2_000_000).astype(np.uint16),
+                        np.full(65536, 0x3F80, np.uint16), np.full(65536, 0x7F7F, np.uint16),
+                        sb.ravel()])
+    with np.errstate(all="ignore"):
+        got = bits_of(np.hypot(a.view(BF16), b.view(BF16)))
+        ref = np.hypot(exact_f32(a), exact_f32(b))
+    nan = np.isnan(ref)
+    assert np.array_equal(is_nan_bits(got), nan)
+    assert_same_bits(got[~nan], reference_round(ref[~nan]), "hypot")
+
+
 def test_nextafter():
     check_nextafter(RANDOM_A, RANDOM_B)
     check_nextafter(ALL_BITS, np.full(65536, 0x7F80, np.uint16))

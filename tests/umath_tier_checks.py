@@ -945,6 +945,49 @@ def test_arctan2_twin_matches_the_scalar_loop():
         assert warning_kinds(lambda v: scalar_loop(np.arctan2, v, xs, out_dtype=BF16), ys) == []
 
 
+def test_hypot_twin_matches_the_scalar_loop():
+    """hypot's contiguous loop (float64 lanes: loops_avx512.cpp hypot_run, loops_avx2.cpp
+    hypot_run8; the functor at the baseline tier) equals the scalar loop bit for bit: random bit
+    patterns, the IEEE special values against each other, results at the edges of bfloat16's
+    range (rounding to inf, below 2^-126, subnormal operands), one operand broadcast, in place,
+    every tail length; and raises the same warnings (overflow, underflow, invalid for a
+    signalling NaN; nothing for hypot(inf, NaN))."""
+    rng = np.random.default_rng(13)
+    specials = np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0001,
+                         0x8001, 0x0080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F, 0x7F3F, 0x00FF],
+                        np.uint16)
+    a = rng.integers(0, 65536, 20000).astype(np.uint16)
+    b = rng.integers(0, 65536, 20000).astype(np.uint16)
+    a[:256] = np.repeat(specials, 16)
+    b[:256] = np.tile(specials, 16)
+    # near the top: a sum of squares whose root rounds to inf or stays finite
+    a[256:2256] = rng.integers(0x7F00, 0x7F80, 2000) | (rng.integers(0, 2, 2000) << 15)
+    b[256:2256] = rng.integers(0x7E00, 0x7F80, 2000)
+    # near the bottom: roots below 2^-126 and around it
+    a[2256:4256] = rng.integers(0x0000, 0x0180, 2000)
+    b[2256:4256] = rng.integers(0x0000, 0x0180, 2000) | (rng.integers(0, 2, 2000) << 15)
+    a, b = a.view(BF16), b.view(BF16)
+    with np.errstate(all="ignore"):
+        want = scalar_loop(np.hypot, a, b, out_dtype=BF16)
+        for n in LENGTHS + [20000]:               # bits, NaN payloads included
+            assert np.array_equal(bits(np.hypot(a[:n], b[:n])), bits(want[:n])), n
+            assert np.array_equal(bits(np.hypot(a[4256:4256 + n], b[4256:4256 + n])),
+                                  bits(want[4256:4256 + n])), n
+        for which in (0, 1):                  # in place: the output is one of the inputs
+            ops = [a.copy(), b.copy()]
+            np.hypot(*ops, out=ops[which])
+            assert np.array_equal(bits(ops[which]), bits(want)), which
+        for s in specials[::3].view(BF16):
+            assert np.array_equal(bits(np.hypot(a, s)),
+                                  bits(scalar_loop(np.hypot, a, s, out_dtype=BF16))), s
+            assert np.array_equal(bits(np.hypot(s, b)),
+                                  bits(scalar_loop(np.hypot, s, b, out_dtype=BF16))), s
+    # 0x7F7F with 0x7D80: a finite float32 that rounds to inf; 0x7F70 twice: inf in float32
+    assert_block_warnings_match(np.hypot, [
+        (0x7F7F, 0x7D80), (0x7F70, 0x7F70), (0x7F7F, 0x0000), (0x0001, 0x0001), (0x0080, 0x0000),
+        (0x7F81, 0x3F80), (0x3F80, 0xFF81), (0x7F80, 0x7FC0), (0x7FC0, 0x3F80)], lane=11)
+
+
 def test_power_twin_matches_the_scalar_loop():
     """power's contiguous loop (float64 lanes: loops_avx512.cpp power_run, loops_avx2.cpp
     power_run4; powf at the baseline tier) equals the scalar (powf) loop bit for bit: random bit

@@ -305,12 +305,14 @@ BF16_AVX2_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx2)
 BF16_AVX512_BINARY_TWINS(BF16_HAS_BINARY_, TierAvx512)
 BF16_AVX512_UNARY_TWINS(BF16_HAS_UNARY_, TierAvx512)
 BF16_AVX512_COMPARE_TWINS(BF16_HAS_COMPARE_, TierAvx512)
-/* arctan2's and power's twins have no float32 block form: twin_binary and
+/* arctan2's, power's and hypot's twins have no float32 block form: twin_binary and
  * twin_binary_scalar only */
 BF16_HAS_BINARY_(TierAvx2, Arctan2)
 BF16_HAS_BINARY_(TierAvx2, Power)
+BF16_HAS_BINARY_(TierAvx2, Hypot)
 BF16_HAS_BINARY_(TierAvx512, Arctan2)
 BF16_HAS_BINARY_(TierAvx512, Power)
+BF16_HAS_BINARY_(TierAvx512, Hypot)
 #endif
 
 /* Return the twin of the highest tier in force that has one (falls through when none). */

@@ -20,11 +20,11 @@
 namespace umath {
 namespace {
 
-inline __m256 widen8(const char *p)
+inline __m256 widen8h(__m128i h)
 {
-    __m128i h = _mm_loadu_si128((const __m128i *)p);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
+inline __m256 widen8(const char *p) { return widen8h(_mm_loadu_si128((const __m128i *)p)); }
 
 /* Before a tail in loops.h's scalar rules: those opt out of vectorising, which compiles them
  * without VEX, and as a tail call they would return to NumPy's code with the upper halves of
@@ -530,6 +530,53 @@ int power_run4(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o
     return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
+/* ---- hypot: loops_avx512.cpp's hypot_run eight lanes a step (two float64 halves); the
+ * scalar loop's bits and warnings (tests/umath_tier_checks.py::
+ * test_hypot_twin_matches_the_scalar_loop) ----------------------------------------------- */
+
+/* eight bfloat16's bits (`bcast`: one, repeated) */
+inline __m128i load8(const char *p, bool bcast)
+{
+    return bcast ? _mm_set1_epi16((short)ld(p)) : _mm_loadu_si128((const __m128i *)p);
+}
+
+int hypot_run8(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+{
+    npy_intp i = 0;
+    int ovf = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i ha = load8(a + (a_bcast ? 0 : 2 * i), a_bcast);
+        __m128i hb = load8(b + (b_bcast ? 0 : 2 * i), b_bcast);
+        /* inf or NaN in either operand: the functor's lanes, 1.0 here */
+        const __m128i mag = _mm_set1_epi16(0x7fff), big16 = _mm_set1_epi16(0x7f7f);
+        __m128i special = _mm_or_si128(_mm_cmpgt_epi16(_mm_and_si128(ha, mag), big16),
+                                       _mm_cmpgt_epi16(_mm_and_si128(hb, mag), big16));
+        ha = _mm_blendv_epi8(ha, _mm_set1_epi16(0x3f80), special);
+        hb = _mm_blendv_epi8(hb, _mm_set1_epi16(0x3f80), special);
+        __m256 fa = widen8h(ha), fb = widen8h(hb);
+        __m256d a0 = _mm256_cvtps_pd(_mm256_castps256_ps128(fa));
+        __m256d a1 = _mm256_cvtps_pd(_mm256_extractf128_ps(fa, 1));
+        __m256d b0 = _mm256_cvtps_pd(_mm256_castps256_ps128(fb));
+        __m256d b1 = _mm256_cvtps_pd(_mm256_extractf128_ps(fb, 1));
+        __m256d s0 = _mm256_sqrt_pd(_mm256_fmadd_pd(a0, a0, _mm256_mul_pd(b0, b0)));
+        __m256d s1 = _mm256_sqrt_pd(_mm256_fmadd_pd(a1, a1, _mm256_mul_pd(b1, b1)));
+        __m256i rb = _mm256_castps_si256(
+                _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(s0)), _mm256_cvtpd_ps(s1), 1));
+        /* a positive float32 that rounds to inf (0x7f7f8000 on; inf is 0x7f800000) */
+        __m256i redo = _mm256_cmpgt_epi32(rb, _mm256_set1_epi32(0x7f7f7fff));
+        unsigned lanes = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(redo)) |
+                         (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cvtepi16_epi32(special)));
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(rb, 16), _mm256_set1_epi32(1));
+        rb = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(rb, _mm256_set1_epi32(0x7fff)), lsb), 16);
+        alignas(16) char res[16];
+        _mm_store_si128((__m128i *)res, _mm_packus_epi32(_mm256_castsi256_si128(rb),
+                                                         _mm256_extracti128_si256(rb, 1)));
+        ovf |= twin_store_block<Hypot>(res, 8, lanes, a, a_bcast, b, b_bcast, i, o);
+    }
+    before_scalar_tail();
+    return ovf | twin_tail<Hypot>(a, a_bcast, b, b_bcast, o, i, n);
+}
+
 } /* namespace */
 
 inline __m256i load16(const char *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -542,6 +589,9 @@ int twin_binary(const char *a, const char *b, char *o, npy_intp n)
     }
     else if constexpr (std::is_same<Op, Power>::value) {
         return power_run4(a, false, b, false, o, n);
+    }
+    else if constexpr (std::is_same<Op, Hypot>::value) {
+        return hypot_run8(a, false, b, false, o, n);
     }
     else {
     npy_intp i = 0;
@@ -573,6 +623,9 @@ int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *
     }
     else if constexpr (std::is_same<Op, Power>::value) {
         return twin_run_scalar(power_run4, arr, scalar, scalar_first, o, n);
+    }
+    else if constexpr (std::is_same<Op, Hypot>::value) {
+        return twin_run_scalar(hypot_run8, arr, scalar, scalar_first, o, n);
     }
     else {
     __m256i s = _mm256_set1_epi16((short)scalar);
@@ -850,6 +903,8 @@ template int twin_binary<TierAvx2, Arctan2>(const char *, const char *, char *, 
 template int twin_binary_scalar<TierAvx2, Arctan2>(const char *, bf16_t, bool, char *, npy_intp);
 template int twin_binary<TierAvx2, Power>(const char *, const char *, char *, npy_intp);
 template int twin_binary_scalar<TierAvx2, Power>(const char *, bf16_t, bool, char *, npy_intp);
+template int twin_binary<TierAvx2, Hypot>(const char *, const char *, char *, npy_intp);
+template int twin_binary_scalar<TierAvx2, Hypot>(const char *, bf16_t, bool, char *, npy_intp);
 BF16_AVX2_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx2)
 BF16_AVX2_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx2)
 

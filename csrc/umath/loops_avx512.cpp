@@ -1166,6 +1166,52 @@ int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
     return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
+/* ---- hypot: ops.h's Hypot sixteen lanes a step, in float64 ------------------------------
+ * The functor's operations on the widened operands, the same conversion to float32 raising the
+ * same overflow and underflow; the lanes with an inf or NaN operand (replaced by 1.0 here, so
+ * that a signalling NaN raises nothing in the vector) and those whose float32 rounds to a
+ * bfloat16 inf come from the functor itself. So the loop gives the scalar loop's bits and
+ * warnings (tests/umath_tier_checks.py::test_hypot_twin_matches_the_scalar_loop). */
+inline __m256i hypot_operand16(const char *p, bool bcast, __mmask16 *special)
+{
+    __m256i h = bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
+    __mmask16 s = _mm256_cmpge_epu16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)),
+                                          _mm256_set1_epi16(0x7f80));
+    *special |= s;
+    return _mm256_mask_blend_epi16(s, h, _mm256_set1_epi16(0x3f80));
+}
+
+int hypot_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+{
+    npy_intp i = 0;
+    int ovf = 0;
+    for (; i + 16 <= n; i += 16) {
+        __mmask16 redo = 0;
+        __m256i ha = hypot_operand16(a + (a_bcast ? 0 : 2 * i), a_bcast, &redo);
+        __m256i hb = hypot_operand16(b + (b_bcast ? 0 : 2 * i), b_bcast, &redo);
+        /* both operands' blends done: now the lanes of either operand are flagged in redo */
+        ha = _mm256_mask_blend_epi16(redo, ha, _mm256_set1_epi16(0x3f80));
+        hb = _mm256_mask_blend_epi16(redo, hb, _mm256_set1_epi16(0x3f80));
+        __m512 fa = widen16(ha), fb = widen16(hb);
+        __m512d a0 = _mm512_cvtps_pd(_mm512_castps512_ps256(fa));
+        __m512d a1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(fa, 1));
+        __m512d b0 = _mm512_cvtps_pd(_mm512_castps512_ps256(fb));
+        __m512d b1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(fb, 1));
+        __m512d s0 = _mm512_sqrt_pd(_mm512_fmadd_pd(a0, a0, _mm512_mul_pd(b0, b0)));
+        __m512d s1 = _mm512_sqrt_pd(_mm512_fmadd_pd(a1, a1, _mm512_mul_pd(b1, b1)));
+        __m512i rb = _mm512_castps_si512(_mm512_insertf32x8(
+                _mm512_castps256_ps512(_mm512_cvtpd_ps(s0)), _mm512_cvtpd_ps(s1), 1));
+        /* a positive float32 that rounds to inf: the functor's lane, for the overflow warning
+         * (the conversion itself raised it where the float32 overflowed) */
+        redo |= _mm512_cmpge_epu32_mask(rb, _mm512_set1_epi32(0x7f7f8000));
+        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(rb, 16), _mm512_set1_epi32(1));
+        rb = _mm512_add_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x7fff)), lsb);
+        ovf |= store_block<Hypot>(_mm512_cvtepi32_epi16(_mm512_srli_epi32(rb, 16)), redo, a,
+                                  a_bcast, b, b_bcast, i, o);
+    }
+    return ovf | twin_tail<Hypot>(a, a_bcast, b, b_bcast, o, i, n);
+}
+
 } /* namespace */
 
 /* (overflow is reported through the float32 flag: flag_rounding_overflow) */
@@ -1177,6 +1223,9 @@ int twin_binary(const char *a, const char *b, char *o, npy_intp n)
     }
     else if constexpr (std::is_same<Op, Power>::value) {
         return power_run(a, false, b, false, o, n);
+    }
+    else if constexpr (std::is_same<Op, Hypot>::value) {
+        return hypot_run(a, false, b, false, o, n);
     }
     else {
         run_blocks(o, n, a, b, [&](npy_intp i, __mmask32 k) {
@@ -1194,6 +1243,9 @@ int twin_binary_scalar(const char *arr, bf16_t scalar, bool scalar_first, char *
     }
     else if constexpr (std::is_same<Op, Power>::value) {
         return twin_run_scalar(power_run, arr, scalar, scalar_first, o, n);
+    }
+    else if constexpr (std::is_same<Op, Hypot>::value) {
+        return twin_run_scalar(hypot_run, arr, scalar, scalar_first, o, n);
     }
     else {
         __m512i s = _mm512_set1_epi16((short)scalar);
@@ -1652,6 +1704,8 @@ template int twin_binary<TierAvx512, Arctan2>(const char *, const char *, char *
 template int twin_binary_scalar<TierAvx512, Arctan2>(const char *, bf16_t, bool, char *, npy_intp);
 template int twin_binary<TierAvx512, Power>(const char *, const char *, char *, npy_intp);
 template int twin_binary_scalar<TierAvx512, Power>(const char *, bf16_t, bool, char *, npy_intp);
+template int twin_binary<TierAvx512, Hypot>(const char *, const char *, char *, npy_intp);
+template int twin_binary_scalar<TierAvx512, Hypot>(const char *, bf16_t, bool, char *, npy_intp);
 BF16_AVX512_UNARY_TWINS(INSTANTIATE_UNARY_, TierAvx512)
 BF16_AVX512_COMPARE_TWINS(INSTANTIATE_COMPARE_, TierAvx512)
 
