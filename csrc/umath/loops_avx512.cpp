@@ -1074,8 +1074,9 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
  * in s = (m - 1) / (m + 1)), t = y log2 x, 2^t = 2^k 2^f (|f| <= 1/2, a degree-12 Taylor
  * polynomial): relative error about 1e-14. Where t is within 2^-126..2^126 and the result lies
  * farther than 2^-20 (relative) from a bfloat16 rounding midpoint, powf's result, within 2^-23 of
- * the exact value, rounds to the same bfloat16 as this one; every other lane (x <= 0, inf, NaN,
- * overflow, underflow, near a midpoint, exact results on one) takes powf itself. So the loop
+ * the exact value, rounds to the same bfloat16 as this one; every other lane (x zero, inf or NaN,
+ * x negative with y not an integer, y inf or NaN, overflow, underflow, near a midpoint, exact
+ * results on one) takes powf itself. So the loop
  * gives the scalar loop's bits and flags (tests/umath_tier_checks.py::
  * test_power_twin_matches_the_scalar_loop). */
 /* U blocks of eight lanes, each step taken for every block before the next: the steps form
@@ -1090,13 +1091,33 @@ inline void power_blocks(const char *a, bool a_bcast, const char *b, bool b_bcas
 {
     const __m512d one = pd(1.0);
     __m512d x[U], y[U], e[U], m[U], s[U], s2[U], q[U], t[U], k[U], f[U], p[U], r[U];
+    __mmask8 flip[U];
+    constexpr int SAE = _MM_FROUND_NO_EXC;
 #define EACH for (int u = 0; u < U; u++)
     EACH {
         __m128i hx, hy;
         npy_intp j = i + 8 * u;
-        /* lanes for powf: x negative, zero, inf or NaN; y inf or NaN (the 16-bit patterns) */
         hx = a_bcast ? _mm_set1_epi16((short)ld(a)) : _mm_loadu_si128((const __m128i *)(a + 2 * j));
         hy = b_bcast ? _mm_set1_epi16((short)ld(b)) : _mm_loadu_si128((const __m128i *)(b + 2 * j));
+        /* A finite negative x with an integer y is |x|^y, negated for an odd y (as at the avx2
+         * tier: x**3 of data of both signs stays in the vector lanes). y is an integer where
+         * rounding keeps it (every bfloat16 of magnitude 256 or more is an even integer); the
+         * tests raise nothing ({sae}): a signalling NaN y is powf's lane. */
+        __m512d yw = _mm512_cvt_roundps_pd(
+                _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hy), 16)), SAE);
+        __m512d half = _mm512_mul_round_pd(yw, pd(0.5), _MM_FROUND_TO_NEAREST_INT | SAE);
+        __mmask8 yint = _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(yw, 0, SAE), yw,
+                                                 _CMP_EQ_OQ, SAE);
+        __mmask8 yodd = yint & _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(half, 0, SAE),
+                                                        half, _CMP_NEQ_UQ, SAE);
+        __m128i xmag = _mm_and_si128(hx, _mm_set1_epi16(0x7fff));
+        __mmask8 negx = _mm_cmplt_epi16_mask(hx, _mm_setzero_si128()) & yint &
+                        _mm_cmplt_epu16_mask(_mm_sub_epi16(xmag, _mm_set1_epi16(1)),
+                                             _mm_set1_epi16(0x7f7f)); /* nonzero, finite */
+        flip[u] = negx & yodd;
+        hx = _mm_mask_mov_epi16(hx, negx, xmag);
+        /* lanes for powf: x negative (but the lanes above), zero, inf or NaN; y inf or NaN (the
+         * 16-bit patterns) */
         scalar[u] = _mm_cmpge_epu16_mask(_mm_sub_epi16(hx, _mm_set1_epi16(1)),
                                          _mm_set1_epi16(0x7f80 - 1)) |
                     _mm_cmpge_epu16_mask(_mm_and_si128(hy, _mm_set1_epi16(0x7fff)),
@@ -1139,7 +1160,8 @@ inline void power_blocks(const char *a, bool a_bcast, const char *b, bool b_bcas
         __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(w, 16), _mm256_set1_epi32(1));
         __m256i rounded = _mm256_srli_epi32(
                 _mm256_add_epi32(_mm256_add_epi32(w, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        res[u] = _mm256_cvtepi32_epi16(rounded);
+        res[u] = _mm_xor_si128(_mm256_cvtepi32_epi16(rounded),
+                               _mm_maskz_mov_epi16(flip[u], _mm_set1_epi16((short)0x8000)));
     }
 #undef EACH
 }
