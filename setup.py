@@ -19,6 +19,9 @@ def sources():
 ext = Extension(
     "bfloat16_dtype._ext",
     sources=sources(),
+    # a change to a header rebuilds the extension too (setuptools tracks only what is listed)
+    depends=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.h"),
+                                                                recursive=True)),
     include_dirs=[np.get_include(), "csrc"],
     # -O3 lets the compiler vectorise the contiguous loops; SIMD beyond the baseline is
     # chosen at run time inside the code, so no -march flag is needed or wanted. The IEEE flags

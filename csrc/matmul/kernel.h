@@ -80,7 +80,9 @@ typedef void (*bg_pack_v_rows_fn)(const bg_view *b, int64_t nblocks, int64_t n, 
  */
 #define BG_SMALL_MAXK 128 /* the driver also guarantees 1 <= N <= small_maxn */
 /* Returns nonzero when a kernel with a `fallback` finds an infinity or a NaN in A or B (the driver
- * then runs the fallback's small kernel, which writes every element again); 0 otherwise. */
+ * then runs the fallback's small kernel, which writes every element again); 0 otherwise. Every
+ * small kernel raises FE_OVERFLOW itself where it rounds a finite sum to bfloat16 inf (through
+ * bg_write_block_avx2 or bg_store_tile16), so the driver makes no pass over C after it. */
 typedef int (*bg_small_fn)(int64_t M, int64_t N, int64_t K, const bg_view *a, const bg_view *b, const bg_out *c);
 /* Write an mr x nr block of float32 values t (row stride ld) to C at (i0, j0), rounding to bfloat16
  * if C is bfloat16. */

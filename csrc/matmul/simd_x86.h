@@ -97,22 +97,31 @@ BG_AVX512_INLINE __m512 hsum16_many(const float *acc, int cnt)
 
 /* Store rows [0, min(R, rows)) x columns [0, N) of a small kernel's tile s (R x NV vectors of 16
  * lanes; N <= 16 NV) at row i0 of C, rounded to bfloat16 if C is bfloat16 (the block writer's
- * rounding). */
+ * rounding), raising FE_OVERFLOW for a finite sum that rounds to inf as bg_write_block_avx2 does
+ * (so the driver makes no pass over C after a small product: gemm.c, run_plain). */
 BG_AVX512_INLINE void bg_store_tile16(const bg_out *c, int64_t i0, int64_t rows, int64_t N, __m512 s[8][4], int R,
                                       int NV)
 {
     __mmask16 last = (__mmask16)(0xffffu >> (16 * NV - N));
     if (c->cs == (c->bf16 ? 2 : 4)) {
+        const __m512i lo = _mm512_set1_epi32((int)BG_F32_ROUNDS_TO_INF);
+        const __m512i span = _mm512_set1_epi32((int)(0x7f800000u - BG_F32_ROUNDS_TO_INF));
+        __mmask16 over = 0;
         for (int r = 0; r < R && r < rows; r++) {
             unsigned char *q = c->p + (i0 + r) * c->rs;
             for (int v = 0; v < NV; v++) {
                 __mmask16 m = v == NV - 1 ? last : (__mmask16)0xffff;
-                if (c->bf16)
+                if (c->bf16) {
+                    /* |bits| in [BG_F32_ROUNDS_TO_INF, inf): finite, rounding to inf */
+                    __m512i u = _mm512_and_si512(_mm512_castps_si512(s[r][v]), _mm512_set1_epi32(0x7fffffff));
+                    over |= _mm512_mask_cmplt_epu32_mask(m, _mm512_sub_epi32(u, lo), span);
                     _mm256_mask_storeu_epi16(q + 32 * v, m, round16_bf16(s[r][v]));
+                }
                 else
                     _mm512_mask_storeu_ps(q + 64 * v, m, s[r][v]);
             }
         }
+        if (over) feraiseexcept(FE_OVERFLOW);
     } else { /* strided C */
         float t[8 * 64] __attribute__((aligned(64)));
         for (int r = 0; r < R; r++)
