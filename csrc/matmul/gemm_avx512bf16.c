@@ -456,8 +456,8 @@ BG_TARGET int bg_skinny_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int6
  * on the stack, R x NV tiles of accumulators over all k, the GEMM path's order and bits.
  * ---------------------------------------------------------------------------------------------- */
 
-BG_INLINE void small_tile(int64_t np, const float *af, const float *bw, const bg_out *c, int64_t i0,
-                          int64_t rows, int64_t N, const int R, const int NV)
+BG_INLINE void small_tile(int64_t np, const unsigned char *const *arow, const float *bw, const bg_out *c,
+                          int64_t i0, int64_t rows, int64_t N, const int R, const int NV)
 {
     __m512 s[8][4];
     for (int r = 0; r < R; r++)
@@ -467,7 +467,9 @@ BG_INLINE void small_tile(int64_t np, const float *af, const float *bw, const bg
         for (int v = 0; v < NV; v++) /* vector v: half v % 2 of panel v / 2 */
             bv[v] = (__m512bh)_mm512_load_si512((const void *)(bw + (v >> 1) * BG_NR * np + p * BG_NR + 16 * (v & 1)));
         for (int r = 0; r < R; r++) {
-            __m512bh av = (__m512bh)_mm512_castps_si512(_mm512_set1_ps(af[r * np + p]));
+            uint32_t pair;
+            memcpy(&pair, arow[r] + 4 * p, 4);
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)pair);
             for (int v = 0; v < NV; v++) s[r][v] = _mm512_dpbf16_ps(s[r][v], av, bv[v]);
         }
     }
@@ -480,12 +482,13 @@ BG_INLINE void small_tile(int64_t np, const float *af, const float *bw, const bg
 
 /* rows per tile for NV vectors: 8 accumulators for one vector, else 6 rows (24 at most) */
 #define BG_SMALL_ROWS(NV) ((NV) == 1 ? 8 : 6)
-typedef void (*small_tile_fn)(int64_t, const float *, const float *, const bg_out *, int64_t, int64_t, int64_t);
+typedef void (*small_tile_fn)(int64_t, const unsigned char *const *, const float *, const bg_out *, int64_t, int64_t,
+                              int64_t);
 #define BG_ST(NV)                                                                                   \
-    BG_TARGET static void small_tile_##NV(int64_t np, const float *af, const float *bw, const bg_out *c, \
-                                          int64_t i0, int64_t rows, int64_t N)                      \
+    BG_TARGET static void small_tile_##NV(int64_t np, const unsigned char *const *arow, const float *bw,   \
+                                          const bg_out *c, int64_t i0, int64_t rows, int64_t N)     \
     {                                                                                               \
-        small_tile(np, af, bw, c, i0, rows, N, BG_SMALL_ROWS(NV), NV);                              \
+        small_tile(np, arow, bw, c, i0, rows, N, BG_SMALL_ROWS(NV), NV);                            \
     }
 BG_ST(1) BG_ST(2) BG_ST(3) BG_ST(4)
 #undef BG_ST
@@ -510,23 +513,32 @@ BG_TARGET int bg_small_bf16(int64_t M, int64_t N, int64_t K, const bg_view *a, c
         int64_t rows = M - i0 < R ? M - i0 : R;
         __m512i mx = _mm512_setzero_si512();
         uint32_t smx = 0;
+        const unsigned char *arow[8]; /* row r's k pairs, 4 bytes each */
         for (int64_t r = 0; r < R; r++) { /* rows past the end repeat the last (see bg_pad_panel) */
             const unsigned char *src = a->p + (i0 + (r < rows ? r : rows - 1)) * a->rs;
             float *d = af + r * np;
-            if (a->cs == 2) { /* the row's bytes are its pairs; an odd K leaves the last high half 0 */
-                d[np - 1] = 0.0f;
-                memcpy(d, src, (size_t)K * 2);
-                for (int64_t k = 0; k < K; k += 32)
-                    mx = bg_absmax16(mx, _mm512_maskz_loadu_epi16(K - k >= 32 ? (__mmask32)0xffffffffu
-                                                                           : (__mmask32)((1u << (K - k)) - 1u),
-                                                               src + 2 * k));
+            arow[r] = (const unsigned char *)d;
+            if (a->cs == 2) {
+                /* the row's bytes are its pairs: with an even K the tile reads them in place (a
+                 * copy, read back at once, made 1000 x (16x16 @ 16x16) 11 % slower); an odd K's
+                 * last pair gets a high half 0 in a copy */
+                for (int64_t k = 0; k < 2 * np; k += 32) {
+                    __mmask32 lm = K - k >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (K - k)) - 1u);
+                    __m512i x = _mm512_maskz_loadu_epi16(lm, src + 2 * k);
+                    mx = bg_absmax16(mx, x);
+                    if (K % 2)
+                        _mm512_mask_storeu_epi16((unsigned char *)d + 2 * k,
+                                                 2 * np - k >= 32 ? (__mmask32)0xffffffffu
+                                                                  : (__mmask32)((1u << (2 * np - k)) - 1u), x);
+                }
+                if (K % 2 == 0) arow[r] = src;
             } else {
                 for (int64_t p = 0; p < np; p++) d[p] = pair_slot(src + 2 * p * a->cs, a->cs, 2 * p + 1 < K, &smx);
             }
         }
         /* an inf or NaN in A: the fallback computes the whole product again (kernel.h) */
         if (bg_any_nonfinite16(mx) || smx >= BG_NONFINITE) return 1;
-        tiles[nv - 1](np, af, bw, c, i0, rows, N);
+        tiles[nv - 1](np, arow, bw, c, i0, rows, N);
     }
     return 0;
 }
