@@ -50,6 +50,16 @@ def _block_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _matmul_np(a, b, out_dtype=np.float32)[:, np.newaxis, :]
 
 
+def _panel_product(a: np.ndarray, b: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    # a row panel of a and a column panel of b over all of k (blockwise concatenated them)
+    return _matmul_np(a, b, out_dtype=out_dtype)
+
+
+# The most bytes of bfloat16 operands one task of matmul's panel path holds (a row panel of a
+# plus a column panel of b); larger panels take the partial products.
+_PANEL_BYTES = 512 << 20
+
+
 def _out_dtype(out_dtype) -> np.dtype:
     dt = _BF16 if out_dtype is None else np.dtype(out_dtype)
     if dt not in (_BF16, _F32) and not _is_ml_bfloat16(dt):
@@ -71,11 +81,16 @@ def _as_target(total: da.Array, target: np.dtype) -> da.Array:
 
 
 def matmul(a: Any, b: Any, *, out_dtype=None, split_every: int | None = None) -> da.Array:
-    """``a @ b`` for 2-D bfloat16 dask arrays: every block product accumulates in float32, the
-    partial products of the k-blocks are added in float32, and the result is rounded to
-    bfloat16 once (``out_dtype=np.float32`` keeps the float32 sum).
+    """``a @ b`` for 2-D bfloat16 dask arrays: sums accumulate in float32 over all of k and the
+    result is rounded to bfloat16 once (``out_dtype=np.float32`` keeps the float32 sum).
 
-    ``b`` is rechunked along k to match ``a``'s column chunks when they differ.
+    Each output block is one task multiplying a row panel of ``a`` by a column panel of ``b``
+    (all of k), as ``bfloat16_dtype.matmul`` on the whole arrays does (its bits wherever the
+    block is large enough for the GEMM path), and no float32 partial blocks are sent between
+    workers. Where a panel pair would exceed 512 MiB, or when
+    ``split_every`` is given, each block product is a task of its own and their float32
+    partial products are added in float32 (a tree of ``split_every`` at a time), then rounded
+    once. ``b`` is rechunked along k to match ``a``'s column chunks when they differ.
 
     >>> a = da.ones((4, 12 * 257), dtype=bfloat16, chunks=(4, 257))
     >>> float(matmul(a, a.T)[0, 0].compute())     # dask's a @ a.T gives 3072.0
@@ -90,6 +105,12 @@ def matmul(a: Any, b: Any, *, out_dtype=None, split_every: int | None = None) ->
     target = _out_dtype(out_dtype)
     if b.chunks[0] != a.chunks[1]:
         b = b.rechunk({0: a.chunks[1]})
+    panel = (max(a.chunks[0], default=0) + max(b.chunks[1], default=0)) * a.shape[1] * _BF16.itemsize
+    if split_every is None and panel <= _PANEL_BYTES:
+        inner = _F32 if target == _F32 else _BF16
+        total = da.blockwise(_panel_product, "ij", a, "ik", b, "kj", dtype=inner, concatenate=True,
+                             meta=np.empty((0, 0), inner), out_dtype=inner)
+        return _as_target(total, target)
     partial = da.blockwise(_block_product, "ikj", a, "ik", b, "kj", dtype=_F32,
                            adjust_chunks={"k": 1}, meta=np.empty((0, 0, 0), _F32))
     total = partial.sum(axis=1, dtype=_F32, split_every=split_every)

@@ -97,7 +97,36 @@ def test_mean_with_unknown_chunk_sizes(axis, keepdims):
     assert np.isnan(np.asarray(none, np.float32)).all()
 
 
-def test_matmul_against_float64(client):
+@pytest.fixture(params=["panels", "partial products"])
+def matmul_path(request, monkeypatch):
+    """bfd.matmul's two paths: one task per output block over all of k (the default for panels
+    up to bfd._PANEL_BYTES), and float32 partial products added across k blocks (forced here
+    by a panel limit of zero)."""
+    if request.param == "partial products":
+        monkeypatch.setattr(bfd, "_PANEL_BYTES", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("chunks_a,chunks_b", [((50, 257), (300, 40)), ((96, 1000), (1000, 80)),
+                                               ((32, 33), (33, 40)), ((96, 400), (250, 80))])
+def test_matmul_panels_are_the_single_machine_product(client, chunks_a, chunks_b):
+    """The panel path gives bfloat16_dtype.matmul's bits on the whole arrays (bfloat16 and
+    float32 results) however k is chunked, where every output block is large enough for the
+    GEMM path (its sums run in increasing k whatever the shape; a block of a few columns takes
+    the GEMV, whose lane sums may differ in the last float32 bit)."""
+    import bfloat16_dtype as bd
+    rng = np.random.default_rng(9)
+    A = rng.standard_normal((96, 1000)).astype(np.float32).astype(bfloat16)
+    B = rng.standard_normal((1000, 80)).astype(np.float32).astype(bfloat16)
+    a, b = da.from_array(A, chunks=chunks_a), da.from_array(B, chunks=chunks_b)
+    got = bfd.matmul(a, b).compute()
+    assert np.array_equal(got.view(np.uint16), bd.matmul(A, B).view(np.uint16))
+    got32 = bfd.matmul(a, b, out_dtype=np.float32).compute()
+    assert got32.dtype == np.float32
+    assert np.array_equal(got32.view(np.uint32), bd.matmul(A, B, out_dtype=np.float32).view(np.uint32))
+
+
+def test_matmul_against_float64(client, matmul_path):
     rng = np.random.default_rng(4)
     abits = reference_round(rng.uniform(0, 1, (96, 1000)).astype(np.float32))
     bbits = reference_round(rng.uniform(0, 1, (1000, 80)).astype(np.float32))
@@ -115,10 +144,12 @@ def test_matmul_against_float64(client):
     np.testing.assert_allclose(c32, ref, rtol=1e-5)
 
 
-def test_matmul_rounds_once_across_k_blocks(client):
+def test_matmul_rounds_once_across_k_blocks(client, matmul_path):
     a = da.ones((4, 12 * 257), dtype=bfloat16, chunks=(4, 257))
     got = bfd.matmul(a, a.T).compute()
     np.testing.assert_array_equal(got.view(np.uint16), np.full((4, 4), round_once(np.float64(3084))))
+    split = bfd.matmul(a, a.T, split_every=3).compute()     # a tree of partial products
+    np.testing.assert_array_equal(split.view(np.uint16), got.view(np.uint16))
 
 
 def test_argument_errors():
