@@ -1102,20 +1102,25 @@ inline void power_blocks(const char *a, bool a_bcast, const char *b, bool b_bcas
         /* A finite negative x with an integer y is |x|^y, negated for an odd y (as at the avx2
          * tier: x**3 of data of both signs stays in the vector lanes). y is an integer where
          * rounding keeps it (every bfloat16 of magnitude 256 or more is an even integer); the
-         * tests raise nothing ({sae}): a signalling NaN y is powf's lane. */
-        __m512d yw = _mm512_cvt_roundps_pd(
-                _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hy), 16)), SAE);
-        __m512d half = _mm512_mul_round_pd(yw, pd(0.5), _MM_FROUND_TO_NEAREST_INT | SAE);
-        __mmask8 yint = _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(yw, 0, SAE), yw,
-                                                 _CMP_EQ_OQ, SAE);
-        __mmask8 yodd = yint & _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(half, 0, SAE),
-                                                        half, _CMP_NEQ_UQ, SAE);
-        __m128i xmag = _mm_and_si128(hx, _mm_set1_epi16(0x7fff));
-        __mmask8 negx = _mm_cmplt_epi16_mask(hx, _mm_setzero_si128()) & yint &
-                        _mm_cmplt_epu16_mask(_mm_sub_epi16(xmag, _mm_set1_epi16(1)),
-                                             _mm_set1_epi16(0x7f7f)); /* nonzero, finite */
-        flip[u] = negx & yodd;
-        hx = _mm_mask_mov_epi16(hx, negx, xmag);
+         * tests raise nothing ({sae}): a signalling NaN y is powf's lane. Blocks without a
+         * negative x skip them (they had made power of positive bases 17 % slower). */
+        flip[u] = 0;
+        __mmask8 neg = _mm_cmplt_epi16_mask(hx, _mm_setzero_si128());
+        if (neg) {
+            __m512d yw = _mm512_cvt_roundps_pd(
+                    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hy), 16)), SAE);
+            __m512d half = _mm512_mul_round_pd(yw, pd(0.5), _MM_FROUND_TO_NEAREST_INT | SAE);
+            __mmask8 yint = _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(yw, 0, SAE), yw,
+                                                     _CMP_EQ_OQ, SAE);
+            __mmask8 yodd = yint & _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(half, 0, SAE),
+                                                            half, _CMP_NEQ_UQ, SAE);
+            __m128i xmag = _mm_and_si128(hx, _mm_set1_epi16(0x7fff));
+            __mmask8 negx = neg & yint &
+                            _mm_cmplt_epu16_mask(_mm_sub_epi16(xmag, _mm_set1_epi16(1)),
+                                                 _mm_set1_epi16(0x7f7f)); /* nonzero, finite */
+            flip[u] = negx & yodd;
+            hx = _mm_mask_mov_epi16(hx, negx, xmag);
+        }
         /* lanes for powf: x negative (but the lanes above), zero, inf or NaN; y inf or NaN (the
          * 16-bit patterns) */
         scalar[u] = _mm_cmpge_epu16_mask(_mm_sub_epi16(hx, _mm_set1_epi16(1)),
