@@ -6,10 +6,50 @@
 #include "umath/umath.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <new>
 #include <vector>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace umath {
+
+/*
+ * Memory of the float32 windows below: blocks of 4 MiB and more are 2 MiB-aligned and advised
+ * to use transparent huge pages, as NumPy does for its large arrays. In 4 KiB pages the window
+ * over the 2^21 outputs of np.sum(x, axis=1), x of 2^24 elements in rows of 8, took about 4,500
+ * page faults a call (56.6 ms against float32's 37.8, AMD EPYC Zen 5 VM); where the system
+ * grants no huge pages the advice changes nothing.
+ */
+template <class T> struct WindowAlloc {
+    using value_type = T;
+    WindowAlloc() = default;
+    template <class U> WindowAlloc(const WindowAlloc<U> &) {}
+    T *allocate(size_t n)
+    {
+        const size_t huge = (size_t)2 << 20;
+        if (n > SIZE_MAX / sizeof(T) - huge) throw std::bad_alloc();
+        size_t bytes = n * sizeof(T);
+        void *p;
+        if (bytes >= 2 * huge) {
+            size_t rounded = (bytes + huge - 1) / huge * huge;
+            p = std::aligned_alloc(huge, rounded);
+#if defined(MADV_HUGEPAGE)
+            if (p != nullptr) (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice: failure is harmless */
+#endif
+        }
+        else {
+            p = std::malloc(bytes == 0 ? 1 : bytes);
+        }
+        if (p == nullptr) throw std::bad_alloc();
+        return static_cast<T *>(p);
+    }
+    void deallocate(T *p, size_t) { std::free(p); }
+};
+template <class T, class U> bool operator==(const WindowAlloc<T> &, const WindowAlloc<U> &) { return true; }
+template <class T, class U> bool operator!=(const WindowAlloc<T> &, const WindowAlloc<U> &) { return false; }
+using FloatWindow = std::vector<float, WindowAlloc<float>>;
 
 /*
  * numpy runs reductions through the ordinary binary loop, and how it calls it depends on the
@@ -153,7 +193,7 @@ struct Shadow {
     NpyAuxData base;
     bool reduction = false;      /* known to be a reduction: the window may grow large */
     char *lo = nullptr;          /* window covers [lo, lo + 2 * value.size()) */
-    std::vector<float> value;    /* one float32 per 2-byte slot of the window */
+    FloatWindow value;           /* one float32 per 2-byte slot of the window */
     char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written before `reduction` */
     /* the output range of the previous in-place call, and its stored values when numpy began
      * writing it (what a copy of it must differ from: see shadow_follow_copy) */
@@ -170,7 +210,7 @@ struct Shadow {
  * address they were copied to (a dense window over those addresses). */
 struct Park {
     uintptr_t lo = 0;
-    std::vector<float> value;   /* per byte of the window; meaningful where `has` is set */
+    FloatWindow value;          /* per byte of the window; meaningful where `has` is set */
     std::vector<uint8_t> has;
 };
 
@@ -184,7 +224,7 @@ static thread_local Park parked;
 struct AtValues {
     bool started = false;
     npy_intp lo = 0;
-    std::vector<float> window;   /* by index - lo; empty: the table */
+    FloatWindow window;          /* by index - lo; empty: the table */
     KeyTable table;
     size_t seen = 0;             /* indices of the call's blocks so far */
 };
@@ -198,7 +238,7 @@ at_reset(AtValues &t)
     t.started = false;
     t.window.clear();
     if (t.window.capacity() > ((size_t)1 << 20)) {
-        std::vector<float>().swap(t.window);
+        FloatWindow().swap(t.window);
     }
     kt_clear(t.table);
     t.seen = 0;
@@ -233,7 +273,7 @@ static void
 park_clear()
 {
     parked.lo = 0;
-    std::vector<float>().swap(parked.value);
+    FloatWindow().swap(parked.value);
     std::vector<uint8_t>().swap(parked.has);
 }
 
@@ -277,7 +317,7 @@ shadow_release(NpyAuxData *aux)
     m->by_address = false;
     kt_clear(m->table);
     if (m->value.capacity() > shadow_probe_slots) {
-        std::vector<float>().swap(m->value);
+        FloatWindow().swap(m->value);
     }
     if (m->prev_first.capacity() > shadow_probe_slots) {
         std::vector<bf16_t>().swap(m->prev_first);
@@ -359,7 +399,7 @@ shadow_cover(Shadow *m, char *first_p, char *last_p)
         want = alone;
     }
     try {
-        std::vector<float> grown(want, 0.0f);
+        FloatWindow grown(want, 0.0f);
         if (!m->value.empty()) {
             std::copy(m->value.begin(), m->value.end(), grown.begin() + (lo - new_lo) / 2);
         }
@@ -554,7 +594,7 @@ park_cover(uintptr_t first, uintptr_t last)
         return false;
     }
     try {
-        std::vector<float> v(new_hi - new_lo, 0.0f);
+        FloatWindow v(new_hi - new_lo, 0.0f);
         std::vector<uint8_t> h(new_hi - new_lo, 0);
         if (!parked.value.empty()) {
             std::copy(parked.value.begin(), parked.value.end(), v.begin() + (lo - new_lo));
@@ -840,7 +880,7 @@ static bool
 at_widen(AtValues &t, const char *base, npy_intp sbase, npy_intp lo, npy_intp hi)
 {
     try {
-        std::vector<float> w((size_t)(hi - lo) + 1);
+        FloatWindow w((size_t)(hi - lo) + 1);
         npy_intp wlo = t.lo, whi = t.lo + (npy_intp)t.window.size() - 1;
         for (npy_intp k = lo; k <= hi; k++) {
             w[(size_t)(k - lo)] = !t.window.empty() && k >= wlo && k <= whi
@@ -914,7 +954,7 @@ at_place(AtValues &t, const char *base, npy_intp sbase, npy_intp lo, npy_intp hi
                 }
             }
         }
-        std::vector<float>().swap(t.window);
+        FloatWindow().swap(t.window);
         return;
     }
     if ((t.table.count + (size_t)n) * 16 >= (size_t)shape) {
