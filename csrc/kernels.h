@@ -29,6 +29,12 @@ void bf16_kernels_init(void);
 /* Name of the tier in use ("baseline", "avx2", ...), for diagnostics and tests. */
 const char *bf16_kernels_isa(void);
 
+/* Memory for a large work buffer, released with free(): from 4 MiB on 2 MiB-aligned and advised
+ * to use transparent huge pages (Linux; as NumPy does for its large arrays), which spares a page
+ * fault per 4 KiB of fresh memory (the sort's radix buffers, the reductions' float32 windows:
+ * kernels/sort.c, umath/reduce_acc.cpp). NULL without memory. */
+void *bf16_alloc_huge(size_t bytes);
+
 /*
  * float32 -> bfloat16, round to nearest even, NaN kept quiet with its sign. Sets *overflow to 1
  * when some finite float32 rounded to +-inf; otherwise leaves it alone (overflow may be NULL).

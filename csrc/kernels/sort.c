@@ -67,10 +67,23 @@ KINLINE uint16_t sort_key(uint16_t h)
     return (uint16_t)((h ^ flip) | nan);
 }
 
+/* (kernels.h) */
+void *bf16_alloc_huge(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < 2 * huge) return malloc(bytes == 0 ? 1 : bytes);
+    if (bytes > SIZE_MAX - huge) return NULL;
+    size_t rounded = (bytes + huge - 1) / huge * huge;
+    void *p = aligned_alloc(huge, rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p != NULL) (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice: failure is harmless */
+#endif
+    return p;
+}
+
 /*
- * Work buffers of the radix passes. On Linux, big ones ask for transparent huge pages (as numpy
- * does for its own large arrays): a fresh 128 MiB buffer otherwise costs 32k page faults, a
- * sizeable share of a radix pass. Best effort; failure of madvise is harmless.
+ * Work buffers of the radix passes (bf16_alloc_huge: a fresh 128 MiB buffer in 4 KiB pages costs
+ * 32k page faults, a sizeable share of a radix pass).
  *
  * The block of the last call is kept for the next one (one block of at most WORK_CACHE_MAX
  * bytes, as the GEMM's workspace: matmul/gemm.c ws_acquire): the C library handed a buffer of a
@@ -93,19 +106,11 @@ static void *alloc_work(size_t bytes)
         if (bytes <= cap) return blk + WORK_HEADER;
         free(blk);
     }
-    void *p = NULL;
-    if (bytes > SIZE_MAX - WORK_HEADER || posix_memalign(&p, WORK_HEADER, bytes + WORK_HEADER) != 0)
-        return NULL;
-    memcpy(p, &bytes, sizeof bytes);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t huge = (uintptr_t)1 << 21;
-    if (bytes >= 2 * huge) {
-        uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-        uintptr_t e = ((uintptr_t)p + WORK_HEADER + bytes) & ~(huge - 1);
-        if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
-    }
-#endif
-    return (unsigned char *)p + WORK_HEADER;
+    if (bytes > SIZE_MAX - WORK_HEADER) return NULL;
+    blk = (unsigned char *)bf16_alloc_huge(bytes + WORK_HEADER);
+    if (blk == NULL) return NULL;
+    memcpy(blk, &bytes, sizeof bytes);
+    return blk + WORK_HEADER;
 }
 
 /* Back to the cache (or freed if larger than WORK_CACHE_MAX); NULL is ignored. */

@@ -9,18 +9,13 @@
 #include <cstdlib>
 #include <new>
 #include <vector>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 namespace umath {
 
 /*
- * Memory of the float32 windows below: blocks of 4 MiB and more are 2 MiB-aligned and advised
- * to use transparent huge pages, as NumPy does for its large arrays. In 4 KiB pages the window
- * over the 2^21 outputs of np.sum(x, axis=1), x of 2^24 elements in rows of 8, took about 4,500
- * page faults a call (56.6 ms against float32's 37.8, AMD EPYC Zen 5 VM); where the system
- * grants no huge pages the advice changes nothing.
+ * Memory of the float32 windows below from bf16_alloc_huge (kernels.h): in 4 KiB pages the
+ * window over the 2^21 outputs of np.sum(x, axis=1), x of 2^24 elements in rows of 8, took about
+ * 4,500 page faults a call (56.6 ms against float32's 37.8, AMD EPYC Zen 5 VM).
  */
 template <class T> struct WindowAlloc {
     using value_type = T;
@@ -28,20 +23,8 @@ template <class T> struct WindowAlloc {
     template <class U> WindowAlloc(const WindowAlloc<U> &) {}
     T *allocate(size_t n)
     {
-        const size_t huge = (size_t)2 << 20;
-        if (n > SIZE_MAX / sizeof(T) - huge) throw std::bad_alloc();
-        size_t bytes = n * sizeof(T);
-        void *p;
-        if (bytes >= 2 * huge) {
-            size_t rounded = (bytes + huge - 1) / huge * huge;
-            p = std::aligned_alloc(huge, rounded);
-#if defined(MADV_HUGEPAGE)
-            if (p != nullptr) (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice: failure is harmless */
-#endif
-        }
-        else {
-            p = std::malloc(bytes == 0 ? 1 : bytes);
-        }
+        if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+        void *p = bf16_alloc_huge(n * sizeof(T));
         if (p == nullptr) throw std::bad_alloc();
         return static_cast<T *>(p);
     }
