@@ -889,6 +889,26 @@ def test_two_nans_give_the_first_operands_every_layout(name):
             assert np.array_equal(bits(z), want), name
 
 
+def assert_twin_matches_scalar_loop(ufunc, a, b, scalars, offsets=(0,)):
+    """ufunc's contiguous loop on the bfloat16 arrays a and b equals the scalar loop bit for bit
+    (NaN payloads included): from each of `offsets`, every length of LENGTHS and the rest of
+    the arrays; in place, either input being the output; each of `scalars` broadcast as either
+    operand."""
+    with np.errstate(all="ignore"):
+        want = scalar_loop(ufunc, a, b, out_dtype=BF16)
+        for off in offsets:
+            for n in LENGTHS + [a.size - off]:
+                assert np.array_equal(bits(ufunc(a[off:off + n], b[off:off + n])),
+                                      bits(want[off:off + n])), (off, n)
+        for which in (0, 1):
+            ops = [a.copy(), b.copy()]
+            ufunc(*ops, out=ops[which])
+            assert np.array_equal(bits(ops[which]), bits(want)), which
+        for s in scalars:
+            assert np.array_equal(bits(ufunc(a, s)), bits(scalar_loop(ufunc, a, s, out_dtype=BF16))), s
+            assert np.array_equal(bits(ufunc(s, b)), bits(scalar_loop(ufunc, s, b, out_dtype=BF16))), s
+
+
 def assert_block_warnings_match(ufunc, pairs, lane):
     """Each pair of operand bits at `lane` of 40-element arrays of 1.5, and at elements 100
     and 270 of 300-element ones (a later block of a step of several blocks, a step of one
@@ -918,20 +938,7 @@ def test_arctan2_twin_matches_the_scalar_loop():
     b = rng.integers(0, 65536, 20000).astype(np.uint16)
     a[:256] = np.repeat(specials, 16)
     b[:256] = np.tile(specials, 16)
-    a, b = a.view(BF16), b.view(BF16)
-    with np.errstate(all="ignore"):
-        want = scalar_loop(np.arctan2, a, b, out_dtype=BF16)
-        for n in LENGTHS + [20000]:               # bits, NaN payloads included
-            assert np.array_equal(bits(np.arctan2(a[:n], b[:n])), bits(want[:n])), n
-        for which in (0, 1):                  # in place: the output is one of the inputs
-            ops = [a.copy(), b.copy()]
-            np.arctan2(*ops, out=ops[which])
-            assert np.array_equal(bits(ops[which]), bits(want)), which
-        for s in specials[::3].view(BF16):
-            assert np.array_equal(bits(np.arctan2(a, s)),
-                                  bits(scalar_loop(np.arctan2, a, s, out_dtype=BF16))), s
-            assert np.array_equal(bits(np.arctan2(s, b)),
-                                  bits(scalar_loop(np.arctan2, s, b, out_dtype=BF16))), s
+    assert_twin_matches_scalar_loop(np.arctan2, a.view(BF16), b.view(BF16), specials[::3].view(BF16))
     assert_block_warnings_match(np.arctan2, [
         (0x1000, 0x7000), (0x7F81, 0x3F80), (0x3F80, 0xFF81), (0x7FC0, 0x3F80),
         (0x8000, 0x8000), (0x7F80, 0xFF80), (0x0001, 0x3F80), (0x3F80, 0x0000)], lane=17)
@@ -966,22 +973,8 @@ def test_hypot_twin_matches_the_scalar_loop():
     # near the bottom: roots below 2^-126 and around it
     a[2256:4256] = rng.integers(0x0000, 0x0180, 2000)
     b[2256:4256] = rng.integers(0x0000, 0x0180, 2000) | (rng.integers(0, 2, 2000) << 15)
-    a, b = a.view(BF16), b.view(BF16)
-    with np.errstate(all="ignore"):
-        want = scalar_loop(np.hypot, a, b, out_dtype=BF16)
-        for n in LENGTHS + [20000]:               # bits, NaN payloads included
-            assert np.array_equal(bits(np.hypot(a[:n], b[:n])), bits(want[:n])), n
-            assert np.array_equal(bits(np.hypot(a[4256:4256 + n], b[4256:4256 + n])),
-                                  bits(want[4256:4256 + n])), n
-        for which in (0, 1):                  # in place: the output is one of the inputs
-            ops = [a.copy(), b.copy()]
-            np.hypot(*ops, out=ops[which])
-            assert np.array_equal(bits(ops[which]), bits(want)), which
-        for s in specials[::3].view(BF16):
-            assert np.array_equal(bits(np.hypot(a, s)),
-                                  bits(scalar_loop(np.hypot, a, s, out_dtype=BF16))), s
-            assert np.array_equal(bits(np.hypot(s, b)),
-                                  bits(scalar_loop(np.hypot, s, b, out_dtype=BF16))), s
+    assert_twin_matches_scalar_loop(np.hypot, a.view(BF16), b.view(BF16), specials[::3].view(BF16),
+                                    offsets=(0, 4256))
     # 0x7F7F with 0x7D80: a finite float32 that rounds to inf; 0x7F70 twice: inf in float32
     assert_block_warnings_match(np.hypot, [
         (0x7F7F, 0x7D80), (0x7F70, 0x7F70), (0x7F7F, 0x0000), (0x0001, 0x0001), (0x0080, 0x0000),

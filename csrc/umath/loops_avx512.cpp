@@ -1199,13 +1199,14 @@ int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
  * that a signalling NaN raises nothing in the vector) and those whose float32 rounds to a
  * bfloat16 inf come from the functor itself. So the loop gives the scalar loop's bits and
  * warnings (tests/umath_tier_checks.py::test_hypot_twin_matches_the_scalar_loop). */
+/* Sixteen bfloat16's bits (`bcast`: one, repeated); the lanes holding an inf or a NaN added to
+ * *special. */
 inline __m256i hypot_operand16(const char *p, bool bcast, __mmask16 *special)
 {
     __m256i h = bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
-    __mmask16 s = _mm256_cmpge_epu16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)),
-                                          _mm256_set1_epi16(0x7f80));
-    *special |= s;
-    return _mm256_mask_blend_epi16(s, h, _mm256_set1_epi16(0x3f80));
+    *special |= _mm256_cmpge_epu16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)),
+                                        _mm256_set1_epi16(0x7f80));
+    return h;
 }
 
 int hypot_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
@@ -1216,7 +1217,7 @@ int hypot_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
         __mmask16 redo = 0;
         __m256i ha = hypot_operand16(a + (a_bcast ? 0 : 2 * i), a_bcast, &redo);
         __m256i hb = hypot_operand16(b + (b_bcast ? 0 : 2 * i), b_bcast, &redo);
-        /* both operands' blends done: now the lanes of either operand are flagged in redo */
+        /* an inf or NaN in either operand: 1.0 in both */
         ha = _mm256_mask_blend_epi16(redo, ha, _mm256_set1_epi16(0x3f80));
         hb = _mm256_mask_blend_epi16(redo, hb, _mm256_set1_epi16(0x3f80));
         __m512 fa = widen16(ha), fb = widen16(hb);
