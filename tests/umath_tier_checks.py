@@ -889,6 +889,17 @@ def test_two_nans_give_the_first_operands_every_layout(name):
             assert np.array_equal(bits(z), want), name
 
 
+def random_pairs_with_specials(rng, specials, n=20000):
+    """n random pairs of bfloat16 bit patterns (uint16), the first len(specials)**2 of them
+    every pair of the 16-bit patterns in `specials`."""
+    a = rng.integers(0, 65536, n).astype(np.uint16)
+    b = rng.integers(0, 65536, n).astype(np.uint16)
+    k = specials.size
+    a[:k * k] = np.repeat(specials, k)
+    b[:k * k] = np.tile(specials, k)
+    return a, b
+
+
 def assert_twin_matches_scalar_loop(ufunc, a, b, scalars, offsets=(0,)):
     """ufunc's contiguous loop on the bfloat16 arrays a and b equals the scalar loop bit for bit
     (NaN payloads included): from each of `offsets`, every length of LENGTHS and the rest of
@@ -934,10 +945,7 @@ def test_arctan2_twin_matches_the_scalar_loop():
     specials = np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0001,
                          0x8001, 0x0080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F, 0x1000, 0x6000],
                         np.uint16)
-    a = rng.integers(0, 65536, 20000).astype(np.uint16)
-    b = rng.integers(0, 65536, 20000).astype(np.uint16)
-    a[:256] = np.repeat(specials, 16)
-    b[:256] = np.tile(specials, 16)
+    a, b = random_pairs_with_specials(rng, specials)
     assert_twin_matches_scalar_loop(np.arctan2, a.view(BF16), b.view(BF16), specials[::3].view(BF16))
     assert_block_warnings_match(np.arctan2, [
         (0x1000, 0x7000), (0x7F81, 0x3F80), (0x3F80, 0xFF81), (0x7FC0, 0x3F80),
@@ -963,10 +971,7 @@ def test_hypot_twin_matches_the_scalar_loop():
     specials = np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0001,
                          0x8001, 0x0080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F, 0x7F3F, 0x00FF],
                         np.uint16)
-    a = rng.integers(0, 65536, 20000).astype(np.uint16)
-    b = rng.integers(0, 65536, 20000).astype(np.uint16)
-    a[:256] = np.repeat(specials, 16)
-    b[:256] = np.tile(specials, 16)
+    a, b = random_pairs_with_specials(rng, specials)
     # near the top: a sum of squares whose root rounds to inf or stays finite
     a[256:2256] = rng.integers(0x7F00, 0x7F80, 2000) | (rng.integers(0, 2, 2000) << 15)
     b[256:2256] = rng.integers(0x7E00, 0x7F80, 2000)
