@@ -3,6 +3,8 @@
 Reference for "accumulates in float32": the same reduction on the float32 widening of the
 array, rounded to bfloat16 once (`reference_round`). Reference for accuracy: float64.
 """
+import warnings
+
 import numpy as np
 from numpy.lib import NumpyVersion
 import pytest
@@ -720,6 +722,77 @@ def test_ufunc_at_warns_like_the_elementwise_loops():
         np.add.at(z, [0, 1, 0, 3], np.ones(4, BF16))
         np.maximum.at(z, [2, 2], np.full(2, 5, BF16))
     assert f32(z).tolist() == [3, 2, 5, 2]
+
+
+# bfloat16 bits for the overflow checks below: +-1, +-2^124, 2^126, 1.98 * 2^127, +-max, 2^-100,
+# 2^119, -2^119 and half an ulp of max less one step (max plus these lands between the
+# half-way point to inf and float32's largest value)
+_NEAR_MAX = [0x3F80, 0xBF80, 0x7D80, 0xFD80, 0x7E80, 0x7F7E, 0x7F7F, 0xFF7F, 0x0D80,
+             0x7B00, 0xFB00, 0x7B7F]
+
+
+def _at_overflows(ufunc, start, idx, vals):
+    """Whether a float32 step-by-step ufunc.at (each target's float32 value kept) has a step
+    whose result overflows float32 or rounds to bfloat16's inf, from finite operands."""
+    t, acc, over = f32(start), {}, False
+    with np.errstate(all="ignore"):
+        for k, v in zip(np.asarray(idx).tolist(), f32(vals).tolist()):
+            k %= len(t)
+            x = acc.get(k, t[k])
+            r = ufunc(np.float32(x), np.float32(v))
+            acc[k] = r
+            over |= bool(np.isfinite(x) and np.isfinite(v) and
+                         (not np.isfinite(r) or abs(r) >= np.float32(3.3961775e38)))
+    return over
+
+
+def _at_warns_overflow(ufunc, target, idx, vals):
+    with warnings.catch_warnings(record=True) as seen, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        ufunc.at(target, idx, vals)
+    return any("overflow" in str(w.message) for w in seen)
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=st.lists(st.sampled_from(_NEAR_MAX), min_size=1, max_size=6),
+       steps=st.lists(st.tuples(st.integers(0, 5), st.sampled_from(_NEAR_MAX)), min_size=1,
+                      max_size=30))
+def test_ufunc_at_warns_overflow_exactly_when_a_step_rounds_to_inf(start, steps):
+    """add.at and multiply.at warn "overflow" exactly when a float32 step of the accumulation
+    overflows or rounds to bfloat16's inf, whether or not a later step brings the target back
+    (the indexed loop skips the test of each step only where a bound rules every one out)."""
+    for ufunc in (np.add, np.multiply):
+        target = np.array(start, np.uint16).view(BF16)
+        idx = np.array([k % len(start) for k, _ in steps], np.intp)
+        vals = np.array([v for _, v in steps], np.uint16).view(BF16)
+        want = _at_overflows(ufunc, target, idx, vals)
+        assert _at_warns_overflow(ufunc, target.copy(), idx, vals) == want, ufunc.__name__
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply])
+def test_ufunc_at_warns_overflow_in_a_later_block(ufunc):
+    """An index array NumPy casts in blocks of 8192: a step in the third block whose float32
+    result is finite but rounds to bfloat16's inf, brought back at once, warns; the same calls
+    with a step a notch smaller do not. The values of the first blocks are small, so each
+    block's bound has to follow the last."""
+    one = 0x3F80
+    big = 0x7F7E if ufunc is np.add else 0x7E84         # 3.38e38; 8.77e37
+    back = 0xFF7F if ufunc is np.add else 0x3F00        # -max; 0.5
+    for push, over in [(0x7BF0 if ufunc is np.add else 0x4078, True),    # 2.5e36; 3.875
+                       (0x7B80 if ufunc is np.add else 0x4076, False)]:  # 1.3e36; 3.84
+        pair = f32(np.array([big, push], np.uint16).view(BF16))
+        assert np.isfinite(ufunc(pair[0], pair[1]))     # the half-way test, not float32's overflow
+        n = 3 * 8192
+        idx = np.arange(n, dtype=np.int32) % 16
+        vals = np.full(n, one, np.uint16)
+        target = np.full(16, one, np.uint16)
+        target[3] = big
+        k = 2 * 8192 + 3 + 16 * 10                      # a step on target 3 in the third block
+        vals[k] = push
+        vals[k + 16] = back
+        t = target.view(BF16)
+        assert _at_overflows(ufunc, t, idx, vals.view(BF16)) == over
+        assert _at_warns_overflow(ufunc, t.copy(), idx, vals.view(BF16)) == over
 
 
 @pytest.mark.parametrize("ufunc", [np.hypot, np.logaddexp, np.logaddexp2])
