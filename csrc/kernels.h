@@ -51,10 +51,10 @@ void bf16_from_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdi
 void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,
                          ptrdiff_t n, int *overflow, int *underflow);
 
-/* Contiguous int64 (int32) values as float32, for the integer casts' blocks: returns 1 when
- * every |value| <= 2^24, where the float32 are exact (else the float32 are unspecified). */
-int bf16_i64_as_f32(const void *src, float *dst, ptrdiff_t n);
-int bf16_i32_as_f32(const void *src, float *dst, ptrdiff_t n);
+/* int64 (int32) values at a byte stride as float32, for the integer casts' blocks: returns 1
+ * when every |value| <= 2^24, where the float32 are exact (else the float32 are unspecified). */
+int bf16_i64_as_f32(const void *src, ptrdiff_t stride, float *dst, ptrdiff_t n);
+int bf16_i32_as_f32(const void *src, ptrdiff_t stride, float *dst, ptrdiff_t n);
 
 /* bfloat16 -> float32 (exact). */
 void bf16_to_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,

@@ -50,9 +50,11 @@ def main(src: str, dst: str) -> None:
             res, fl = flags_of(lambda: x.view(bfloat16).astype(np.float16))
             out[key + ":to_f16"] = res.view(np.uint16)
             out[key + ":to_f16_flags"] = fl
-        elif kind == "int":  # integers -> bfloat16 bits, whole and from an odd start
+        elif kind == "int":  # integers -> bfloat16 bits: whole, from an odd start, strided
             out[key] = x.astype(bfloat16).view(np.uint16)
             out[key + ":off1"] = x[1:].astype(bfloat16).view(np.uint16)
+            out[key + ":stride2"] = x[::2].astype(bfloat16).view(np.uint16)
+            out[key + ":stride3"] = x[::-3].astype(bfloat16).view(np.uint16)
         elif kind in ("f32", "f64"):  # -> bfloat16 bits, and the warnings the cast raised
             res, fl = flags_of(lambda: x.astype(bfloat16))
             out[key] = res.view(np.uint16)

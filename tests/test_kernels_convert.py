@@ -214,10 +214,12 @@ def test_widen_to_float64_every_pattern(out, key):
 @pytest.mark.parametrize("key", sorted(k for k in INPUTS if k.startswith("int:")))
 def test_integers_round_once(out, key):
     """Each integer rounded once to the nearest bfloat16 (ties to even), the reference in Python
-    integers (test_conversions.fraction_to_bits)."""
+    integers (test_conversions.fraction_to_bits), from contiguous and strided sources."""
     want = np.array([fraction_to_bits(Fraction(int(v))) for v in INPUTS[key]], np.uint16)
     np.testing.assert_array_equal(out[key], want)
     np.testing.assert_array_equal(out[key + ":off1"], want[1:])
+    np.testing.assert_array_equal(out[key + ":stride2"], want[::2])     # the kernels' strides
+    np.testing.assert_array_equal(out[key + ":stride3"], want[::-3])    # any other stride
 
 
 def f16_nan_from_bf16(bits: np.ndarray) -> np.ndarray:

@@ -93,38 +93,44 @@ void bf16k_to_f64_baseline(const char *s, char *d, ptrdiff_t n) { to_f64_body(s,
  * (SSE2 has no 64-bit compare), 6 us at avx512 (AMD EPYC Zen 5). The same exact values at every
  * tier (tests/test_kernels_convert.py::test_integers_round_once).
  */
-KINLINE int i64_as_f32_body(const char *s, float *d, ptrdiff_t n)
+KINLINE int i64_as_f32_body(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n)
 {
     int small = 1;
     for (ptrdiff_t i = 0; i < n; i++) {
         int64_t v;
-        memcpy(&v, s + 8 * i, 8);
+        memcpy(&v, s + ss * i, 8);
         small &= (uint64_t)v + ((uint64_t)1 << 24) <= ((uint64_t)1 << 25);
         d[i] = (float)(int32_t)v; /* exact when small; unused otherwise */
     }
     return small;
 }
 
-KINLINE int i32_as_f32_body(const char *s, float *d, ptrdiff_t n)
+KINLINE int i32_as_f32_body(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n)
 {
     int small = 1;
     for (ptrdiff_t i = 0; i < n; i++) {
         int32_t v;
-        memcpy(&v, s + 4 * i, 4);
+        memcpy(&v, s + ss * i, 4);
         small &= (uint32_t)v + (1u << 24) <= (1u << 25);
         d[i] = (float)v;
     }
     return small;
 }
 
+/* Contiguous and every-other-element sources (a[::2]) as constant strides, which the compiler
+ * vectorises; any other stride element by element. */
 #define DEFINE_INT_AS_F32(TIER, ATTR)                                                          \
-    ATTR int bf16k_i64_as_f32_##TIER(const char *s, float *d, ptrdiff_t n)                     \
+    ATTR int bf16k_i64_as_f32_##TIER(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n)       \
     {                                                                                          \
-        return i64_as_f32_body(s, d, n);                                                       \
+        return ss == 8    ? i64_as_f32_body(s, 8, d, n)                                        \
+               : ss == 16 ? i64_as_f32_body(s, 16, d, n)                                       \
+                          : i64_as_f32_body(s, ss, d, n);                                      \
     }                                                                                          \
-    ATTR int bf16k_i32_as_f32_##TIER(const char *s, float *d, ptrdiff_t n)                     \
+    ATTR int bf16k_i32_as_f32_##TIER(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n)       \
     {                                                                                          \
-        return i32_as_f32_body(s, d, n);                                                       \
+        return ss == 4   ? i32_as_f32_body(s, 4, d, n)                                         \
+               : ss == 8 ? i32_as_f32_body(s, 8, d, n)                                         \
+                         : i32_as_f32_body(s, ss, d, n);                                       \
     }
 DEFINE_INT_AS_F32(baseline, )
 #if defined(BF16K_X86)
@@ -799,14 +805,14 @@ void bf16_from_f32_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdi
     if (ovf && overflow) *overflow = 1;
 }
 
-int bf16_i64_as_f32(const void *src, float *dst, ptrdiff_t n)
+int bf16_i64_as_f32(const void *src, ptrdiff_t stride, float *dst, ptrdiff_t n)
 {
-    return bf16k_table_get()->i64_as_f32((const char *)src, dst, n);
+    return bf16k_table_get()->i64_as_f32((const char *)src, stride, dst, n);
 }
 
-int bf16_i32_as_f32(const void *src, float *dst, ptrdiff_t n)
+int bf16_i32_as_f32(const void *src, ptrdiff_t stride, float *dst, ptrdiff_t n)
 {
-    return bf16k_table_get()->i32_as_f32((const char *)src, dst, n);
+    return bf16k_table_get()->i32_as_f32((const char *)src, stride, dst, n);
 }
 
 void bf16_from_f64_array(const void *src, ptrdiff_t src_stride, void *dst, ptrdiff_t dst_stride,

@@ -56,8 +56,8 @@ typedef struct {
     ptrdiff_t (*argmax)(const char *src, ptrdiff_t n);
     ptrdiff_t (*argmin)(const char *src, ptrdiff_t n);
     /* contiguous int64 / int32 -> float32; 1 when every |value| <= 2^24 (then exact) */
-    int (*i64_as_f32)(const char *src, float *dst, ptrdiff_t n);
-    int (*i32_as_f32)(const char *src, float *dst, ptrdiff_t n);
+    int (*i64_as_f32)(const char *src, ptrdiff_t ss, float *dst, ptrdiff_t n);
+    int (*i32_as_f32)(const char *src, ptrdiff_t ss, float *dst, ptrdiff_t n);
     /* float32 a[i] + bfloat16 b[i] -> float32 o[i] (o may be a) */
     void (*add_to_f32)(const char *a, const char *b, char *o, ptrdiff_t n);
 } bf16k_table;
@@ -72,8 +72,8 @@ int bf16k_from_f64_baseline(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f64_baseline(const char *s, char *d, ptrdiff_t n);
 void bf16k_from_f16_baseline(const char *s, char *d, ptrdiff_t n);
 int bf16k_to_f16_baseline(const char *s, char *d, ptrdiff_t n);
-int bf16k_i64_as_f32_baseline(const char *s, float *d, ptrdiff_t n);
-int bf16k_i32_as_f32_baseline(const char *s, float *d, ptrdiff_t n);
+int bf16k_i64_as_f32_baseline(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n);
+int bf16k_i32_as_f32_baseline(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n);
 
 /* reduce.c */
 float bf16k_sum32_baseline(const char *s, ptrdiff_t n);
@@ -93,8 +93,8 @@ int bf16k_from_f64_avx2(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f64_avx2(const char *s, char *d, ptrdiff_t n);
 void bf16k_from_f16_avx2(const char *s, char *d, ptrdiff_t n);
 int bf16k_to_f16_avx2(const char *s, char *d, ptrdiff_t n);
-int bf16k_i64_as_f32_avx2(const char *s, float *d, ptrdiff_t n);
-int bf16k_i32_as_f32_avx2(const char *s, float *d, ptrdiff_t n);
+int bf16k_i64_as_f32_avx2(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n);
+int bf16k_i32_as_f32_avx2(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n);
 float bf16k_sum32_avx2(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx2(const char *s, ptrdiff_t n);
 float bf16k_prod32_avx2(const char *s, ptrdiff_t ss, ptrdiff_t n);
@@ -106,8 +106,8 @@ ptrdiff_t bf16k_argmin_avx2(const char *s, ptrdiff_t n);
 int bf16k_from_f32_avx512(const char *s, char *d, ptrdiff_t n);
 void bf16k_to_f32_avx512(const char *s, char *d, ptrdiff_t n);
 int bf16k_from_f64_avx512(const char *s, char *d, ptrdiff_t n);
-int bf16k_i64_as_f32_avx512(const char *s, float *d, ptrdiff_t n);
-int bf16k_i32_as_f32_avx512(const char *s, float *d, ptrdiff_t n);
+int bf16k_i64_as_f32_avx512(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n);
+int bf16k_i32_as_f32_avx512(const char *s, ptrdiff_t ss, float *d, ptrdiff_t n);
 float bf16k_sum32_avx512(const char *s, ptrdiff_t n);
 double bf16k_sum64_avx512(const char *s, ptrdiff_t n);
 float bf16k_prod32_avx512(const char *s, ptrdiff_t ss, ptrdiff_t n);
