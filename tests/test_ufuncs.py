@@ -955,11 +955,12 @@ def test_accumulate_of_every_binary_ufunc_follows_the_chain(name):
             assert_same_bits(bits_of(res), bits_of(want), f"{name}.accumulate n={n}")
 
 
-@pytest.mark.parametrize("e", [2.0, -1.0, 0.5])
+@pytest.mark.parametrize("e", [2.0, -1.0, 0.5, 3.0])
 def test_power_by_two_half_and_minus_one_like_powf(e):
-    """A contiguous x ** e with one exponent of 2, -1 or 0.5 runs square, reciprocal or sqrt
-    (loops.h power_by_unary): for every bfloat16 the bits and the IEEE flags equal the strided
-    call's, which runs powf element by element; -0 and -inf keep powf (+0, +inf)."""
+    """A contiguous x ** e with one exponent of 2, -1, 0.5 or 3 runs square, reciprocal, sqrt
+    or x * x * x (loops.h power_by_unary): for every bfloat16 the bits and the IEEE flags equal
+    the strided call's, which runs powf element by element; -0 and -inf keep powf (+0, +inf)
+    for 0.5."""
     x = ALL_BITS.view(BF16)
     spread = np.zeros(2 * x.size, BF16)
     spread[::2] = x

@@ -164,6 +164,7 @@ template <> struct V<Divide> {
 };
 template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
 template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(a, a); } };
+template <> struct V<Cube> { static __m512 f(__m512 a) { return _mm512_mul_ps(_mm512_mul_ps(a, a), a); } };
 template <> struct V<Reciprocal> {
     static __m512 f(__m512 a) { return _mm512_div_ps(_mm512_set1_ps(1.0f), a); }
 };

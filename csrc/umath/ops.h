@@ -295,6 +295,8 @@ struct LogicalXor { static bool f(float a, float b) { return compared_nonzero(a)
 /* ---- unary, float32 semantics ---- */
 struct Reciprocal { static float f(float a) { return 1.0f / a; } };
 struct Square { static float f(float a) { return a * a; } };
+/* x ** 3 (loops.h power_by_unary): exact in float32 where no step over- or underflows */
+struct Cube { static float f(float a) { return a * a * a; } };
 struct Sqrt { static float f(float a) { return std::sqrt(a); } };
 struct Cbrt { static float f(float a) { return std::cbrt(a); } };
 struct Exp { static float f(float a) { return std::exp(a); } };
