@@ -788,6 +788,25 @@ static inline int twin_tail(const char *a, bool a_bcast, const char *b, bool b_b
 
 template <class Op> static void unary_loop(char **args, npy_intp const *dims, npy_intp const *steps, void *);
 
+/* The largest magnitude among n bfloat16 at p (byte stride sp), as bits: 0x7F80 is inf, above
+ * it a NaN. Signed 16-bit lanes, which SSE2 compares: the contiguous loop vectorises. */
+static inline int16_t largest_magnitude_bits(const char *p, npy_intp sp, npy_intp n)
+{
+    int16_t top = 0;
+    if (sp == 2) {
+        for (npy_intp i = 0; i < n; i++) {
+            int16_t m = (int16_t)(ld(p + 2 * i) & 0x7fff);
+            top = m > top ? m : top;
+        }
+        return top;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        int16_t m = (int16_t)(ld(p + i * sp) & 0x7fff);
+        top = m > top ? m : top;
+    }
+    return top;
+}
+
 /*
  * x ** 2.0, x ** -1.0 and x ** 0.5 with one exponent for the whole call: NumPy turns these into
  * square, reciprocal and sqrt for its own floats (fast_scalar_power), not for a user dtype, and
@@ -809,11 +828,7 @@ static inline bool power_by_unary(const char *a, bf16_t e, char *o, npy_intp n)
     }
     /* a NaN (powf's NaN is not the unary loops' one) or, for 0.5, -0 or -inf: powf. Passes
      * without branches, which the compiler vectorises (an early exit made it 8x the square) */
-    int16_t top = 0; /* the largest magnitude's bits: above 0x7f80 is a NaN */
-    for (npy_intp i = 0; i < n; i++) {
-        int16_t m = (int16_t)(ld(a + 2 * i) & 0x7fff);
-        top = m > top ? m : top;
-    }
+    int16_t top = largest_magnitude_bits(a, 2, n); /* above 0x7f80: a NaN */
     uint16_t negative_edge = 0;
     for (npy_intp i = 0; e == 0x3F00 && i < n; i++) {
         bf16_t x = ld(a + 2 * i);

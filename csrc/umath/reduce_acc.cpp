@@ -1074,24 +1074,11 @@ at_window_steps(float *w, npy_intp wlo, const char *idx, npy_intp sidx, npy_intp
     return rounds_to_inf;
 }
 
-/* The largest magnitude among a block's n values (bfloat16 bits; 0x7F80 and above: an inf or
- * a NaN among them). Signed 16-bit lanes, so that the contiguous loop vectorises at SSE2. */
+/* The largest magnitude among a block's n values (inf if an inf or a NaN is among them). */
 static float
 largest_operand(const char *v, npy_intp sv, npy_intp n)
 {
-    int16_t m = 0;
-    if (sv == 2) {
-        for (npy_intp i = 0; i < n; i++) {
-            int16_t a = (int16_t)(ld(v + 2 * i) & 0x7fff);
-            m = a > m ? a : m;
-        }
-    }
-    else {
-        for (npy_intp i = 0; i < n; i++) {
-            int16_t a = (int16_t)(ld(v + i * sv) & 0x7fff);
-            m = a > m ? a : m;
-        }
-    }
+    int16_t m = largest_magnitude_bits(v, sv, n);
     return m >= 0x7f80 ? INFINITY : bf16_to_f32((bf16_t)m);
 }
 
