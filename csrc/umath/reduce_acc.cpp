@@ -729,6 +729,22 @@ struct MulAcc {
 };
 
 
+/* Acc::f(acc, x) where, both being NaN, the running value's NaN (quietened) is the result: the
+ * hardware returns one operand's, which one depending on the order the compiler chose, and a
+ * reduction gives its first NaN (tests/test_kernels_reduce.py::
+ * test_nan_results_agree_across_tiers; the one-element steps of NumPy 2.0's buffered sums had
+ * returned the later NaN). */
+template <class Acc>
+static inline float
+acc_step(float acc, float x)
+{
+    float r = Acc::f(acc, x);
+    if (__builtin_expect(r != r, 0) && acc != acc) {
+        r = f32_from_bits(f32_bits(acc) | 0x00400000u);
+    }
+    return r;
+}
+
 static thread_local const void *pending_reduction = nullptr;
 
 template <class Acc>
@@ -790,7 +806,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         if (slot != nullptr && !fresh && f32_to_bf16(*slot) == stored) {
             start = *slot;
         }
-        float r = Acc::f(start, x);
+        float r = acc_step<Acc>(start, x);
         bf16_t h = f32_to_bf16(r);
         st(o, h);
         if (slot != nullptr) {
@@ -841,7 +857,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
                       : use_table ? shadow_table_get(shadow, o, &slot)
                                   : bf16_to_f32(ld(o));
         /* one element (NumPy's ufunc.at calls): the element itself, as the reduction gives */
-        float r = Acc::f(start, n == 1 ? bf16_to_f32(ld(b)) : Acc::reduce(b, sb, n));
+        float r = acc_step<Acc>(start, n == 1 ? bf16_to_f32(ld(b)) : Acc::reduce(b, sb, n));
         bf16_t h = f32_to_bf16(r);
         ovf |= bf16_overflowed(r, h);
         st(o, h);
@@ -858,7 +874,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     }
     else if (use_shadow) {
         for (npy_intp i = 0; i < n; i++, b += sb, o += so) {
-            float r = Acc::f(shadow_get(shadow, o), bf16_to_f32(ld(b)));
+            float r = acc_step<Acc>(shadow_get(shadow, o), bf16_to_f32(ld(b)));
             bf16_t h = f32_to_bf16(r);
             ovf |= bf16_overflowed(r, h);
             st(o, h);
@@ -868,7 +884,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     else if (use_table) {
         for (npy_intp i = 0; i < n; i++, b += sb, o += so) {
             float *slot;
-            float r = Acc::f(shadow_table_get(shadow, o, &slot), bf16_to_f32(ld(b)));
+            float r = acc_step<Acc>(shadow_table_get(shadow, o, &slot), bf16_to_f32(ld(b)));
             bf16_t h = f32_to_bf16(r);
             ovf |= bf16_overflowed(r, h);
             st(o, h);
@@ -881,7 +897,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         /* accumulate chain: out[i] = out[i-1] + in[i] */
         float run = bf16_to_f32(ld(a));
         for (npy_intp i = 0; i < n; i++, b += sb, o += so) {
-            run = Acc::f(run, bf16_to_f32(ld(b)));
+            run = acc_step<Acc>(run, bf16_to_f32(ld(b)));
             bf16_t h = f32_to_bf16(run);
             ovf |= bf16_overflowed(run, h);
             st(o, h);
