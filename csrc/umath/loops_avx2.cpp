@@ -150,7 +150,9 @@ template <> struct V<Greater> : Cmp<_CMP_GT_OQ> {};
 template <> struct V<GreaterEqual> : Cmp<_CMP_GE_OQ> {};
 template <> struct V<Sqrt> { static __m256 f(__m256 a) { return _mm256_sqrt_ps(a); } };
 template <> struct V<Square> { static __m256 f(__m256 a) { return _mm256_mul_ps(a, a); } };
-template <> struct V<Cube> { static __m256 f(__m256 a) { return _mm256_mul_ps(_mm256_mul_ps(a, a), a); } };
+template <> struct V<Cube> {
+    static __m256 f(__m256 a) { return _mm256_mul_ps(_mm256_mul_ps(a, a), a); }
+};
 template <> struct V<Reciprocal> {
     static __m256 f(__m256 a) { return _mm256_div_ps(_mm256_set1_ps(1.0f), a); }
 };

@@ -164,7 +164,9 @@ template <> struct V<Divide> {
 };
 template <> struct V<Sqrt> { static __m512 f(__m512 a) { return _mm512_sqrt_ps(a); } };
 template <> struct V<Square> { static __m512 f(__m512 a) { return _mm512_mul_ps(a, a); } };
-template <> struct V<Cube> { static __m512 f(__m512 a) { return _mm512_mul_ps(_mm512_mul_ps(a, a), a); } };
+template <> struct V<Cube> {
+    static __m512 f(__m512 a) { return _mm512_mul_ps(_mm512_mul_ps(a, a), a); }
+};
 template <> struct V<Reciprocal> {
     static __m512 f(__m512 a) { return _mm512_div_ps(_mm512_set1_ps(1.0f), a); }
 };
@@ -1584,8 +1586,8 @@ inline __m128i rounded8(__m256 f)
  * (umath/reduce_acc.cpp), so plain_upper rounds it; where the stored bfloat16 is no longer its
  * rounding, the stored value is used, behind a branch that is almost never taken: the
  * comparison then stays off the chain from one row's call to the next (np.sum(x, axis=0), x of
- * 2^24 elements in rows of 8: 46 -> 42 ms, float32 32; AMD EPYC Zen 5). A finite result that rounds to infinity raises the
- * float32 overflow flag (flag_rounding_overflow).
+ * 2^24 elements in rows of 8: 46 -> 42 ms, float32 32; AMD EPYC Zen 5). A finite result that
+ * rounds to infinity raises the float32 overflow flag (flag_rounding_overflow).
  */
 template <class Op>
 inline void shadow_step32(char *o, const char *b, float *v, __m512i picks)
