@@ -254,6 +254,10 @@ def test_strided_binary_loops_match_the_scalar_loop(name):
         doubled = np.zeros(2 * n, BF16)
         doubled[::2] = a
         same(f(doubled[::2], b), ref, "stride 2 and contiguous")
+        for m in (1, 2, 17, 513):  # the last element at the end of its buffer
+            odd = np.zeros(2 * m - 1, BF16)
+            odd[::2] = a[:m]
+            same(f(odd[::2], b[:m]), ref[:m], f"stride 2, {m}")
         same(f(a[::-1], b[::-1]), ref[::-1], "reversed")
         out = np.zeros(4 * n, out_dtype)
         f(wide_a[::3], wide_b[::3], out=out[::4])
