@@ -1003,6 +1003,9 @@ def test_power_twin_matches_the_scalar_loop():
     b = rng.integers(0, 65536, n).astype(np.uint16)
     a[:n // 2] = rng.integers(0x3C00, 0x4300, n // 2)            # 2^-7 .. 128
     b[:n // 2] = rng.integers(0, 0x4200, n // 2) | (rng.integers(0, 2, n // 2) << 15)
+    # bases next to 1 with exponents up to 2^15: log2 x small, y log2 x up to and past 125
+    a[n // 2:n // 2 + 4000] = rng.integers(0x3F70, 0x3F90, 4000)
+    b[n // 2:n // 2 + 4000] = rng.integers(0x4200, 0x4700, 4000) | (rng.integers(0, 2, 4000) << 15)
     ints = np.arange(1, 65, dtype=np.float32)
     ia, ib = np.meshgrid(ints, np.arange(-8, 9, dtype=np.float32))
     exact_a = ia.ravel().astype(BF16).view(np.uint16)

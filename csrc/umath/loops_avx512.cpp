@@ -1072,127 +1072,160 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
     return twin_tail<Arctan2>(a, a_bcast, b, b_bcast, o, i, n);
 }
 
-/* ---- power: x ** y eight lanes at a time in float64, powf's bits --------------------------
- * For x > 0 finite and y finite: log2 x = e + log2 m (m in [sqrt(1/2), sqrt(2)), an atanh series
- * in s = (m - 1) / (m + 1)), t = y log2 x, 2^t = 2^k 2^f (|f| <= 1/2, a degree-12 Taylor
- * polynomial): relative error about 1e-14. Where t is within 2^-126..2^126 and the result lies
- * farther than 2^-20 (relative) from a bfloat16 rounding midpoint, powf's result, within 2^-23 of
- * the exact value, rounds to the same bfloat16 as this one; every other lane (x zero, inf or NaN,
- * x negative with y not an integer, y inf or NaN, overflow, underflow, near a midpoint, exact
- * results on one) takes powf itself. So the loop
- * gives the scalar loop's bits and flags (tests/umath_tier_checks.py::
- * test_power_twin_matches_the_scalar_loop). */
-/* U blocks of eight lanes, each step taken for every block before the next: the steps form
- * one long chain of dependent operations per block, and with one block at a time the
- * scheduler filled with the chain's waiting steps before the next block's could start (10^5
- * elements: 291 us a block at a time, 278 / 212 / 178 us two / four / eight blocks a step,
- * AMD EPYC Zen 5; NumPy's float32 67 us). The same operations per lane in the same order: the
- * bits are the one-block loop's. The results and `scalar` lanes of block u: res[u], scalar[u]. */
-template <int U>
-inline void power_blocks(const char *a, bool a_bcast, const char *b, bool b_bcast, npy_intp i,
-                         __m128i res[U], __mmask8 scalar[U])
+/* ---- power: x ** y sixteen lanes at a time in float32, powf's bits ------------------------
+ * For x >= 2^-126 finite and y finite: t = y log2 x with log2 x = e + log2(1 + i / 128) (e and
+ * i the exponent and the seven significand bits of x), the logarithm a pair hi + lo of float32
+ * (log2_pairs, from ops.h's log2_significands), so that t = y e + y hi + y lo: y e is exact
+ * (eight significant bits each), y hi is a product and the FMA's exact remainder; then
+ * 2^t = 2^k 2^f with k = round(t) and f = ((y e - k) + y hi) + the remainders, y e - k exact
+ * wherever k is not 0 (|y| >= 2^-8 there). By this analysis f is within about 2^-23.5 of the
+ * exact one and a degree-7 Taylor polynomial for 2^f in float32 adds a few units of float32's
+ * last place: the result lies within about 5 units (2^-21 relative) of x ** y. Where it lies
+ * farther than 32 units from a bfloat16 rounding midpoint, powf's result (within one unit of
+ * the exact value) rounds to the same bfloat16; every other lane (x zero, subnormal, inf or
+ * NaN, x negative with y not an integer, y inf or NaN, |t| > 125 (overflow, underflow), near a
+ * midpoint) takes powf itself, and a negative base with an integer exponent is |x| ** y with
+ * the sign of an odd y. Every operation suppresses exceptions ({sae}): the flags come from the
+ * lanes powf redoes. So the loop gives the scalar loop's bits and warnings
+ * (tests/umath_tier_checks.py::test_power_twin_matches_the_scalar_loop; all 2^32 pairs gave the
+ * baseline tier's bits in a one-off run). 10^5 random pairs: 179 us in float64 eight lanes at a
+ * time, 74 us now (x ** 1.5: 157 -> 83 us; AMD EPYC Zen 5; NumPy's float32 66-70 and 114 us). */
+struct Log2Pairs {
+    alignas(64) float hi[128];
+    alignas(64) float lo[128];
+};
+/* ops.h's log2_significands as pairs of float32 */
+constexpr Log2Pairs make_log2_pairs()
 {
-    const __m512d one = pd(1.0);
-    __m512d x[U], y[U], e[U], m[U], s[U], s2[U], q[U], t[U], k[U], f[U], p[U], r[U];
-    __mmask8 flip[U];
+    Log2Pairs t{};
+    for (int i = 0; i < 128; i++) {
+        double v = log2_significands.v[i];
+        t.hi[i] = (float)v;
+        t.lo[i] = (float)(v - (double)t.hi[i]);
+    }
+    return t;
+}
+constexpr Log2Pairs log2_pairs = make_log2_pairs();
+
+inline __m512 ps(float v) { return _mm512_set1_ps(v); }
+
+/* table[idx] for 128 floats, idx in 0..127: four 32-entry permutes, then bits 5 and 6 choose
+ * (a gather of sixteen floats took 4x as long on the AMD EPYC Zen 5) */
+inline __m512 lookup128(__m512i idx, __mmask16 bit5, __mmask16 bit6, const float *table)
+{
+    __m512 t0 = _mm512_permutex2var_ps(_mm512_load_ps(table), idx, _mm512_load_ps(table + 16));
+    __m512 t1 = _mm512_permutex2var_ps(_mm512_load_ps(table + 32), idx, _mm512_load_ps(table + 48));
+    __m512 t2 = _mm512_permutex2var_ps(_mm512_load_ps(table + 64), idx, _mm512_load_ps(table + 80));
+    __m512 t3 = _mm512_permutex2var_ps(_mm512_load_ps(table + 96), idx, _mm512_load_ps(table + 112));
+    return _mm512_mask_blend_ps(bit6, _mm512_mask_blend_ps(bit5, t0, t1),
+                                _mm512_mask_blend_ps(bit5, t2, t3));
+}
+
+/* U blocks of sixteen lanes, each step taken for every block before the next (as
+ * atan2_blocks16). The results and `scalar` lanes of block u: res[u], scalar[u]. */
+template <int U>
+inline void power_blocks16(const char *a, bool a_bcast, const char *b, bool b_bcast, npy_intp i,
+                           __m256i res[U], __mmask16 scalar[U])
+{
     constexpr int SAE = _MM_FROUND_NO_EXC;
+    __m512 y[U], ye[U], hi[U], lo[U], k[U], f[U], p[U];
+    __mmask16 flip[U];
 #define EACH for (int u = 0; u < U; u++)
     EACH {
-        __m128i hx, hy;
-        npy_intp j = i + 8 * u;
-        hx = a_bcast ? _mm_set1_epi16((short)ld(a)) : _mm_loadu_si128((const __m128i *)(a + 2 * j));
-        hy = b_bcast ? _mm_set1_epi16((short)ld(b)) : _mm_loadu_si128((const __m128i *)(b + 2 * j));
+        npy_intp j = i + 16 * u;
+        __m256i hx = a_bcast ? _mm256_set1_epi16((short)ld(a))
+                             : _mm256_loadu_si256((const __m256i *)(a + 2 * j));
+        __m256i hy = b_bcast ? _mm256_set1_epi16((short)ld(b))
+                             : _mm256_loadu_si256((const __m256i *)(b + 2 * j));
         /* A finite negative x with an integer y is |x|^y, negated for an odd y (as at the avx2
          * tier: x**3 of data of both signs stays in the vector lanes). y is an integer where
-         * rounding keeps it (every bfloat16 of magnitude 256 or more is an even integer); the
-         * tests raise nothing ({sae}): a signalling NaN y is powf's lane. Blocks without a
-         * negative x skip them (they had made power of positive bases 17 % slower). */
+         * rounding keeps it (every bfloat16 of magnitude 256 or more is an even integer). Blocks
+         * without a negative x skip the tests. */
         flip[u] = 0;
-        __mmask8 neg = _mm_cmplt_epi16_mask(hx, _mm_setzero_si128());
+        __mmask16 neg = _mm256_cmplt_epi16_mask(hx, _mm256_setzero_si256());
         if (neg) {
-            __m512d yw = _mm512_cvt_roundps_pd(
-                    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hy), 16)), SAE);
-            __m512d half = _mm512_mul_round_pd(yw, pd(0.5), _MM_FROUND_TO_NEAREST_INT | SAE);
-            __mmask8 yint = _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(yw, 0, SAE), yw,
-                                                     _CMP_EQ_OQ, SAE);
-            __mmask8 yodd = yint & _mm512_cmp_round_pd_mask(_mm512_roundscale_round_pd(half, 0, SAE),
-                                                            half, _CMP_NEQ_UQ, SAE);
-            __m128i xmag = _mm_and_si128(hx, _mm_set1_epi16(0x7fff));
-            __mmask8 negx = neg & yint &
-                            _mm_cmplt_epu16_mask(_mm_sub_epi16(xmag, _mm_set1_epi16(1)),
-                                                 _mm_set1_epi16(0x7f7f)); /* nonzero, finite */
+            __m512 yw = widen16(hy);
+            __m512 half = _mm512_mul_round_ps(yw, ps(0.5f), RN_SAE);
+            __mmask16 yint = _mm512_cmp_round_ps_mask(_mm512_roundscale_round_ps(yw, 0, SAE), yw,
+                                                      _CMP_EQ_OQ, SAE);
+            __mmask16 yodd = yint & _mm512_cmp_round_ps_mask(_mm512_roundscale_round_ps(half, 0, SAE),
+                                                             half, _CMP_NEQ_UQ, SAE);
+            __m256i xmag = _mm256_and_si256(hx, _mm256_set1_epi16(0x7fff));
+            __mmask16 negx = neg & yint &
+                             _mm256_cmplt_epu16_mask(_mm256_sub_epi16(xmag, _mm256_set1_epi16(0x80)),
+                                                     _mm256_set1_epi16(0x7f00)); /* normal */
             flip[u] = negx & yodd;
-            hx = _mm_mask_mov_epi16(hx, negx, xmag);
+            hx = _mm256_mask_mov_epi16(hx, negx, xmag);
         }
-        /* lanes for powf: x negative (but the lanes above), zero, inf or NaN; y inf or NaN (the
-         * 16-bit patterns) */
-        scalar[u] = _mm_cmpge_epu16_mask(_mm_sub_epi16(hx, _mm_set1_epi16(1)),
-                                         _mm_set1_epi16(0x7f80 - 1)) |
-                    _mm_cmpge_epu16_mask(_mm_and_si128(hy, _mm_set1_epi16(0x7fff)),
-                                         _mm_set1_epi16(0x7f80));
-        hx = _mm_mask_blend_epi16(scalar[u], hx, _mm_set1_epi16(0x3f80));
-        hy = _mm_mask_blend_epi16(scalar[u], hy, _mm_set1_epi16(0x3f80));
-        x[u] = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hx), 16)));
-        y[u] = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(hy), 16)));
+        /* lanes for powf: x negative (but the lanes above), below 2^-126, inf or NaN; y inf or
+         * NaN (the 16-bit patterns) */
+        scalar[u] = _mm256_cmpge_epu16_mask(_mm256_sub_epi16(hx, _mm256_set1_epi16(0x80)),
+                                            _mm256_set1_epi16(0x7f00)) |
+                    _mm256_cmpge_epu16_mask(_mm256_and_si256(hy, _mm256_set1_epi16(0x7fff)),
+                                            _mm256_set1_epi16(0x7f80));
+        hx = _mm256_mask_blend_epi16(scalar[u], hx, _mm256_set1_epi16(0x3f80));
+        hy = _mm256_mask_blend_epi16(scalar[u], hy, _mm256_set1_epi16(0x3f80));
+        __m512i xi = _mm512_cvtepu16_epi32(hx);
+        __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(xi, 16));
+        __m512i idx = _mm512_and_si512(xi, _mm512_set1_epi32(0x7f));
+        y[u] = widen16(hy);
+        ye[u] = _mm512_mul_round_ps(y[u], _mm512_getexp_round_ps(x, SAE), RN_SAE);
+        __mmask16 bit5 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+        __mmask16 bit6 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
+        hi[u] = lookup128(idx, bit5, bit6, log2_pairs.hi);
+        lo[u] = lookup128(idx, bit5, bit6, log2_pairs.lo);
     }
     EACH {
-        e[u] = _mm512_getexp_pd(x[u]);
-        m[u] = _mm512_getmant_pd(x[u], _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
-        __mmask8 big = _mm512_cmp_pd_mask(m[u], pd(1.41421356237309504880), _CMP_GT_OQ);
-        m[u] = _mm512_mask_mul_pd(m[u], big, m[u], pd(0.5));
-        e[u] = _mm512_mask_add_pd(e[u], big, e[u], one);
+        __m512 yhi = mul_q(y[u], hi[u]);
+        lo[u] = fma_q(y[u], lo[u], _mm512_fmsub_round_ps(y[u], hi[u], yhi, RN_SAE));
+        hi[u] = yhi;
+        __m512 t = add_q(ye[u], yhi);
+        /* |t| > 125 or NaN (inf - inf): powf, which reports overflow and underflow */
+        scalar[u] |= _mm512_cmp_round_ps_mask(_mm512_abs_ps(t), ps(125.0f), _CMP_NLE_UQ, SAE);
+        k[u] = _mm512_roundscale_round_ps(t, _MM_FROUND_TO_NEAREST_INT, SAE);
     }
-    EACH s[u] = _mm512_div_pd(_mm512_sub_pd(m[u], one), _mm512_add_pd(m[u], one));
-    EACH s2[u] = _mm512_mul_pd(s[u], s[u]);
-    EACH q[u] = pd(log2_series[8]);
-    for (int j = 7; j >= 0; j--) EACH q[u] = _mm512_fmadd_pd(q[u], s2[u], pd(log2_series[j]));
-    EACH t[u] = _mm512_mul_pd(y[u], _mm512_fmadd_pd(s[u], q[u], e[u]));
+    EACH f[u] = add_q(add_q(sub_q(ye[u], k[u]), hi[u]), lo[u]);
+    EACH p[u] = ps((float)exp2_taylor[7]);
+    for (int j = 6; j >= 0; j--) EACH p[u] = fma_q(p[u], f[u], ps((float)exp2_taylor[j]));
     EACH {
-        /* out of 2^-126..2^126 (and some margin): powf, which reports overflow/underflow */
-        scalar[u] |= _mm512_cmp_pd_mask(_mm512_abs_pd(t[u]), pd(125.0), _CMP_GT_OQ);
-        t[u] = _mm512_mask_mov_pd(t[u], scalar[u], _mm512_setzero_pd());
-        k[u] = _mm512_roundscale_pd(t[u], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        f[u] = _mm512_sub_pd(t[u], k[u]);
-    }
-    EACH p[u] = pd(exp2_taylor[12]);
-    for (int j = 11; j >= 0; j--) EACH p[u] = _mm512_fmadd_pd(p[u], f[u], pd(exp2_taylor[j]));
-    EACH r[u] = _mm512_scalef_pd(p[u], k[u]);
-    EACH {
-        /* within 2^-20 of a midpoint between bfloat16 values: the 45 bits below bfloat16's
-         * mantissa are within 2^32 of half their range (a guard: over 6.5 million pairs, every
-         * positive finite base with 220 exponents, no result differed without it) */
-        __m512i rb = _mm512_and_si512(_mm512_castpd_si512(r[u]), _mm512_set1_epi64((1ll << 45) - 1));
-        __m512i off = _mm512_abs_epi64(_mm512_sub_epi64(rb, _mm512_set1_epi64(1ll << 44)));
-        scalar[u] |= _mm512_cmplt_epi64_mask(off, _mm512_set1_epi64(1ll << 32));
-        __m256i w = _mm256_castps_si256(_mm512_cvtpd_ps(r[u])); /* a normal float32: only "inexact" */
-        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(w, 16), _mm256_set1_epi32(1));
-        __m256i rounded = _mm256_srli_epi32(
-                _mm256_add_epi32(_mm256_add_epi32(w, _mm256_set1_epi32(0x7fff)), lsb), 16);
-        res[u] = _mm_xor_si128(_mm256_cvtepi32_epi16(rounded),
-                               _mm_maskz_mov_epi16(flip[u], _mm_set1_epi16((short)0x8000)));
+        __m512i rb = _mm512_castps_si512(_mm512_scalef_round_ps(p[u], k[u], RN_SAE));
+        /* within 32 units of float32's last place of a midpoint between bfloat16 values */
+        __mmask16 near = _mm512_cmple_epu32_mask(
+                _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(rb, _mm512_set1_epi32(0xffff)),
+                                                  _mm512_set1_epi32(0x8000))),
+                _mm512_set1_epi32(32));
+        scalar[u] |= near;
+        /* r is positive, normal and not near a midpoint: rounding is one add */
+        __m256i r16 = _mm512_cvtepi32_epi16(
+                _mm512_srli_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x8000)), 16));
+        res[u] = _mm256_xor_si256(r16, _mm256_maskz_mov_epi16(flip[u], _mm256_set1_epi16((short)0x8000)));
     }
 #undef EACH
 }
 
-int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+/* 10^5 pairs: 99 / 83 / 74 us two / four / eight blocks a step (AMD EPYC Zen 5) */
+constexpr int POWER_U = 8;
+
+template <int U>
+inline npy_intp power_steps(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
+                            npy_intp i, npy_intp n, int *ovf)
 {
-    constexpr int U = 8;
-    npy_intp i = 0;
-    int ovf = 0;
-    for (; i + 8 * U <= n; i += 8 * U) {
-        __m128i res[U];
-        __mmask8 scalar[U];
-        power_blocks<U>(a, a_bcast, b, b_bcast, i, res, scalar);
+    for (; i + 16 * U <= n; i += 16 * U) {
+        __m256i res[U];
+        __mmask16 scalar[U];
+        power_blocks16<U>(a, a_bcast, b, b_bcast, i, res, scalar);
         for (int u = 0; u < U; u++) {
-            ovf |= store_block<Power>(res[u], scalar[u], a, a_bcast, b, b_bcast, i + 8 * u, o);
+            *ovf |= store_block<Power>(res[u], scalar[u], a, a_bcast, b, b_bcast, i + 16 * u, o);
         }
     }
-    for (; i + 8 <= n; i += 8) {
-        __m128i res[1];
-        __mmask8 scalar[1];
-        power_blocks<1>(a, a_bcast, b, b_bcast, i, res, scalar);
-        ovf |= store_block<Power>(res[0], scalar[0], a, a_bcast, b, b_bcast, i, o);
-    }
+    return i;
+}
+
+int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o, npy_intp n)
+{
+    int ovf = 0;
+    npy_intp i = power_steps<POWER_U>(a, a_bcast, b, b_bcast, o, 0, n, &ovf);
+    i = power_steps<1>(a, a_bcast, b, b_bcast, o, i, n, &ovf);
     return ovf | twin_tail<Power>(a, a_bcast, b, b_bcast, o, i, n);
 }
 

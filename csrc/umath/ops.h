@@ -146,17 +146,33 @@ static constexpr double atan_poly[9] = {
     -0.3333333333333101, 0.19999999997787019, -0.1428571393793156, 0.11111089999487664,
     -0.09090263937897107, 0.07681144128845276, -0.06551586630537518, 0.05171265079678373,
     -0.027268213415821713};
-/* log2 m = s Q(s^2), s = (m - 1) / (m + 1): the atanh series, 2 / ((2k + 1) ln 2) */
-static constexpr double log2_series[9] = {
-    2.8853900817779268, 0.9617966939259757, 0.5770780163555853, 0.41219858311113244,
-    0.3205988979753252, 0.2623081892525388, 0.2219530832136867, 0.19235933878519512,
-    0.16972882833987804};
-/* 2^f, |f| <= 1/2: Taylor, (ln 2)^j / j! */
-static constexpr double exp2_taylor[13] = {
+/* log2(1 + i / 128) for i = 0 .. 127, the significands of bfloat16 (the power twins' logarithm:
+ * loops_avx2.cpp, loops_avx512.cpp): 2 atanh(s) / ln 2 with s = i / (256 + i) <= 1/3, the series
+ * summed at compile time, 30 terms ((1/9)^30 < 2^-95): within 2^-50.8 (relative) of Python's
+ * math.log2 in a one-off check */
+struct Log2Significands {
+    alignas(64) double v[128];
+};
+constexpr Log2Significands make_log2_significands()
+{
+    Log2Significands t{};
+    for (int i = 0; i < 128; i++) {
+        double s = (double)i / (double)(256 + i), s2 = s * s, term = s, sum = 0.0;
+        for (int k = 0; k < 30; k++) {
+            sum += term / (double)(2 * k + 1);
+            term *= s2;
+        }
+        t.v[i] = sum * 2.8853900817779268; /* 2 / ln 2 */
+    }
+    return t;
+}
+static constexpr Log2Significands log2_significands = make_log2_significands();
+/* 2^f, |f| <= 1/2: Taylor, (ln 2)^j / j!; degree 8 (the avx2 twin, float64) leaves 2^-31.7
+ * (relative), degree 7 (the avx512 twin, float32) 2^-27 */
+static constexpr double exp2_taylor[9] = {
     1.0, 0.6931471805599453, 0.2402265069591007, 0.055504108664821576, 0.009618129107628477,
     0.0013333558146428441, 0.00015403530393381606, 1.5252733804059838e-05,
-    1.3215486790144305e-06, 1.0178086009239696e-07, 7.054911620801121e-09,
-    4.44553827187081e-10, 2.5678435993488196e-11};
+    1.3215486790144305e-06};
 
 /* The NaN a two-operand function returns: the first NaN operand's, quieted, whatever the
  * compiler does with operand order; the sum raises "invalid" for a signalling operand. */
