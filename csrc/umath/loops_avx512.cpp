@@ -938,14 +938,10 @@ inline int store_block(Vec res, unsigned redo, const char *a, bool a_bcast, cons
     return twin_store_block<Op>(buf, (int)(sizeof(Vec) / 2), redo, a, a_bcast, b, b_bcast, i, o);
 }
 
-/* Sixteen bfloat16 (`bcast`: one, repeated) as float32, the NaN lanes (of either operand, in
- * *nan) replaced by 1.0. */
-inline __m512 atan2_operand16(const char *p, bool bcast, __mmask16 *nan)
+/* Sixteen bfloat16 (`bcast`: one, repeated) as float32 */
+inline __m512 operand16(const char *p, bool bcast)
 {
-    __m256i h = bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
-    *nan |= _mm256_cmpgt_epu16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)),
-                                    _mm256_set1_epi16(0x7f80));
-    return widen16(_mm256_mask_blend_epi16(*nan, h, _mm256_set1_epi16(0x3f80)));
+    return widen16(bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p));
 }
 
 /* float32 arithmetic rounding to nearest with exceptions suppressed ({rn-sae}): the lanes
@@ -955,6 +951,10 @@ inline __m512 add_q(__m512 a, __m512 b) { return _mm512_add_round_ps(a, b, RN_SA
 inline __m512 sub_q(__m512 a, __m512 b) { return _mm512_sub_round_ps(a, b, RN_SAE); }
 inline __m512 mul_q(__m512 a, __m512 b) { return _mm512_mul_round_ps(a, b, RN_SAE); }
 inline __m512 fma_q(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_round_ps(a, b, c, RN_SAE); }
+template <int Pred> inline __mmask16 cmp_q(__m512 a, __m512 b)
+{
+    return _mm512_cmp_round_ps_mask(a, b, Pred, _MM_FROUND_NO_EXC);
+}
 
 /* atan(t) = t + t^3 P(t^2) on |t| <= tan(pi/8): P fitted for relative error 2^-30 */
 constexpr float atan_f32_poly[5] = {-0.33333316445350647f, 0.19998489320278168f,
@@ -963,39 +963,34 @@ constexpr float atan_f32_poly[5] = {-0.33333316445350647f, 0.19998489320278168f,
 
 /*
  * Arctan2 in float32, U blocks of sixteen lanes, each step taken for every block before the next
- * (as power_blocks): the quotient of the smaller magnitude by the larger
- * (inf / inf as 1, x / inf and 0 / 0 as 0; both scaled by 2^-4 above 2^100, where their sum
- * would overflow), the pi/4 shift above tan(pi/8) (lo - hi and lo + hi exact), the polynomial,
- * the octant with pi/4, pi/2 and pi in two parts. Over 2^27 pairs of bfloat16 a float32 model
- * of these steps (NumPy, without the FMA) lay within 1.5 float32 ulp of the exact result, so
- * where it lies more than 32 ulp from a bfloat16 rounding midpoint it rounds as the exact value
- * does, and as the functor's float64 value (4e-15) rounded to odd then to bfloat16 does. The
- * other lanes go to *redo for the functor: NaN operands, results near a midpoint, and results
- * below 2^-125 (bfloat16 subnormals and the functor's underflow warning) from a nonzero y.
+ * (as power_blocks16): the quotient of the smaller magnitude by the larger (0 / 0 as 0), the
+ * pi/4 shift above tan(pi/8) (lo - hi and lo + hi exact), the polynomial, the octant with pi/4,
+ * pi/2 and pi in two parts. Over 2^27 pairs of bfloat16 a float32 model of these steps (NumPy,
+ * without the FMA) lay within 1.5 float32 ulp of the exact result, so where it lies more than
+ * 32 ulp from a bfloat16 rounding midpoint it rounds as the exact value does, and as the
+ * functor's float64 value (4e-15) rounded to odd then to bfloat16 does. The other lanes go to
+ * *redo for the functor: NaN or infinite operands, a larger magnitude above 2^126 (where
+ * lo + hi could overflow), results near a midpoint, and results below 2^-125 (bfloat16
+ * subnormals and the functor's underflow warning) from a nonzero y. Every operation and
+ * comparison suppresses exceptions: the flags come from the redone lanes.
  */
 template <int U>
 inline void atan2_blocks16(const __m512 y[U], const __m512 x[U], __mmask16 redo[U], __m256i res[U])
 {
     const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
-    const __m512 inf = _mm512_set1_ps(INFINITY);
     __m512 ay[U], hi[U], lo[U], t[U], u2[U], p[U], r[U];
     __mmask16 steep[U], shifted[U];
 #define EACH for (int u = 0; u < U; u++)
     EACH {
         ay[u] = _mm512_abs_ps(y[u]);
         __m512 ax = _mm512_abs_ps(x[u]);
-        steep[u] = _mm512_cmp_ps_mask(ay[u], ax, _CMP_GT_OQ);
+        steep[u] = cmp_q<_CMP_GT_OQ>(ay[u], ax);
         hi[u] = _mm512_mask_blend_ps(steep[u], ax, ay[u]);
         lo[u] = _mm512_mask_blend_ps(steep[u], ay[u], ax);
-        __mmask16 hi_inf = _mm512_cmp_ps_mask(hi[u], inf, _CMP_EQ_OQ);
-        __mmask16 both_inf = hi_inf & _mm512_cmp_ps_mask(lo[u], inf, _CMP_EQ_OQ);
-        __mmask16 special = hi_inf | _mm512_cmp_ps_mask(hi[u], zero, _CMP_EQ_OQ);
-        hi[u] = _mm512_mask_mov_ps(hi[u], special, one);
-        lo[u] = _mm512_mask_mov_ps(_mm512_mask_mov_ps(lo[u], special, zero), both_inf, one);
-        __mmask16 huge = _mm512_cmp_ps_mask(hi[u], _mm512_set1_ps(0x1p100f), _CMP_GT_OQ);
-        hi[u] = _mm512_mask_mul_round_ps(hi[u], huge, hi[u], _mm512_set1_ps(0x1p-4f), RN_SAE);
-        lo[u] = _mm512_mask_mul_round_ps(lo[u], huge, lo[u], _mm512_set1_ps(0x1p-4f), RN_SAE); /* tiny: redone */
-        shifted[u] = _mm512_cmp_ps_mask(lo[u], mul_q(_mm512_set1_ps(0.41421356f), hi[u]), _CMP_GT_OQ);
+        /* NaN, inf, or above 2^126 (where lo + hi could overflow): the functor's lanes */
+        redo[u] = cmp_q<_CMP_UNORD_Q>(ay[u], ax) | cmp_q<_CMP_GT_OQ>(hi[u], _mm512_set1_ps(0x1p126f));
+        hi[u] = _mm512_mask_mov_ps(hi[u], cmp_q<_CMP_EQ_OQ>(hi[u], zero), one); /* 0 / 0 as 0 */
+        shifted[u] = cmp_q<_CMP_GT_OQ>(lo[u], mul_q(_mm512_set1_ps(0.41421356f), hi[u]));
     }
     EACH t[u] = _mm512_div_round_ps(_mm512_mask_sub_round_ps(lo[u], shifted[u], lo[u], hi[u], RN_SAE),
                                     _mm512_mask_add_round_ps(hi[u], shifted[u], lo[u], hi[u], RN_SAE), RN_SAE);
@@ -1016,19 +1011,18 @@ inline void atan2_blocks16(const __m512 y[U], const __m512 x[U], __mmask16 redo[
     }
     EACH {
         __m512i rb = _mm512_castps_si512(r[u]);
-        __mmask16 tiny = _mm512_cmp_ps_mask(r[u], _mm512_set1_ps(0x1p-125f), _CMP_LT_OQ) &
-                         _mm512_cmp_ps_mask(ay[u], zero, _CMP_NEQ_OQ);
+        __mmask16 tiny = cmp_q<_CMP_LT_OQ>(r[u], _mm512_set1_ps(0x1p-125f)) &
+                         cmp_q<_CMP_NEQ_OQ>(ay[u], zero);
         __mmask16 near = _mm512_cmple_epu32_mask(
                 _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(rb, _mm512_set1_epi32(0xffff)),
                                                   _mm512_set1_epi32(0x8000))),
                 _mm512_set1_epi32(32));
         redo[u] |= tiny | near;
-        /* the sign of y; r is finite and nonnegative here, so rounding is one add */
+        /* the sign of y; r is finite, nonnegative and not near a midpoint here, so rounding
+         * is one add */
         rb = _mm512_or_si512(rb, _mm512_and_si512(_mm512_castps_si512(y[u]),
                                                   _mm512_set1_epi32((int)0x80000000u)));
-        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(rb, 16), _mm512_set1_epi32(1));
-        rb = _mm512_add_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x7fff)), lsb);
-        res[u] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(rb, 16));
+        res[u] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x8000)), 16));
     }
 #undef EACH
 }
@@ -1037,9 +1031,10 @@ inline void atan2_blocks16(const __m512 y[U], const __m512 x[U], __mmask16 redo[
  * loop: the scalar loop's bits and warnings (tests/umath_tier_checks.py::
  * test_arctan2_twin_matches_the_scalar_loop). 10^5 random pairs: 272 us in float64, eight
  * lanes a step; 115 us in float32 a block at a time; 106 / 92 / 86 us two / four / eight
- * blocks a step (AMD EPYC Zen 5; NumPy's float32 60 us); all 2^32 pairs gave the baseline
- * tier's bits and warnings in a one-off run of the one-block loop, whose operations per lane
- * the blocked loop repeats. */
+ * blocks a step (AMD EPYC Zen 5; NumPy's float32 60 us); 66 us with NaN, inf and huge operands
+ * left to the functor rather than blended and scaled in every block, and rounding as one add
+ * (NumPy's float32 64-68 us in the same runs; 68 / 75 us six / four blocks a step). All 2^32
+ * pairs gave the baseline tier's bits in a one-off run of this loop. */
 constexpr int ATAN2_U = 8;
 
 template <int U>
@@ -1051,11 +1046,9 @@ inline npy_intp atan2_steps(const char *a, bool a_bcast, const char *b, bool b_b
         __mmask16 redo[U];
         __m256i res[U];
         for (int u = 0; u < U; u++) {
-            __mmask16 nan = 0;
             npy_intp j = i + 16 * u;
-            y[u] = atan2_operand16(a + (a_bcast ? 0 : 2 * j), a_bcast, &nan);
-            x[u] = atan2_operand16(b + (b_bcast ? 0 : 2 * j), b_bcast, &nan);
-            redo[u] = nan;
+            y[u] = operand16(a + (a_bcast ? 0 : 2 * j), a_bcast);
+            x[u] = operand16(b + (b_bcast ? 0 : 2 * j), b_bcast);
         }
         atan2_blocks16<U>(y, x, redo, res);
         for (int u = 0; u < U; u++) {
