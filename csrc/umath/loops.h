@@ -747,7 +747,7 @@ static bool try_strided_blocks(const char *a, npy_intp sa, const char *b, npy_in
     return false;
 }
 
-/* ---- the float64 twins' shared steps (arctan2, power: loops_avx2.cpp, loops_avx512.cpp) ---- */
+/* ---- the binary twins' shared steps (arctan2, power: loops_avx2.cpp, loops_avx512.cpp) ----- */
 
 /* One block's results (`lanes` bfloat16 in `res`), the lanes in `redo` recomputed by the
  * functor first, then stored: after the functor has read the inputs, as the output may be one of

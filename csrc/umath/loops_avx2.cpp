@@ -311,7 +311,7 @@ inline __m128i narrow_mask(__m256d m)
 }
 
 /* U blocks of four lanes, each step taken for every block before the next (as loops_avx512.cpp's
- * power_blocks): one block's steps are a chain of dependent operations (10^5 pairs at this
+ * power_blocks16): one block's steps are a chain of dependent operations (10^5 pairs at this
  * tier: 416 us a block at a time, 328 / 285 us four / eight blocks a step, AMD EPYC Zen 5).
  * *tiny_any: a result below 2^-126 (the functor's underflow warning). */
 template <int U>

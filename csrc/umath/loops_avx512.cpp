@@ -941,7 +941,8 @@ inline int store_block(Vec res, unsigned redo, const char *a, bool a_bcast, cons
 /* Sixteen bfloat16 (`bcast`: one, repeated) as float32 */
 inline __m512 operand16(const char *p, bool bcast)
 {
-    return widen16(bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p));
+    __m256i h = bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
+    return widen16(h);
 }
 
 /* float32 arithmetic rounding to nearest with exceptions suppressed ({rn-sae}): the lanes
@@ -967,7 +968,7 @@ constexpr float atan_f32_poly[5] = {-0.33333316445350647f, 0.19998489320278168f,
  * pi/4 shift above tan(pi/8) (lo - hi and lo + hi exact), the polynomial, the octant with pi/4,
  * pi/2 and pi in two parts. Over 2^27 pairs of bfloat16 a float32 model of these steps (NumPy,
  * without the FMA) lay within 1.5 float32 ulp of the exact result, so where it lies more than
- * 32 ulp from a bfloat16 rounding midpoint it rounds as the exact value does, and as the
+ * NEAR (16) ulp from a bfloat16 rounding midpoint it rounds as the exact value does, and as the
  * functor's float64 value (4e-15) rounded to odd then to bfloat16 does. The other lanes go to
  * *redo for the functor: NaN or infinite operands, a larger magnitude above 2^126 (where
  * lo + hi could overflow), results near a midpoint, and results below 2^-125 (bfloat16
@@ -988,7 +989,8 @@ inline void atan2_blocks16(const __m512 y[U], const __m512 x[U], __mmask16 redo[
         hi[u] = _mm512_mask_blend_ps(steep[u], ax, ay[u]);
         lo[u] = _mm512_mask_blend_ps(steep[u], ay[u], ax);
         /* NaN, inf, or above 2^126 (where lo + hi could overflow): the functor's lanes */
-        redo[u] = cmp_q<_CMP_UNORD_Q>(ay[u], ax) | cmp_q<_CMP_GT_OQ>(hi[u], _mm512_set1_ps(0x1p126f));
+        redo[u] = cmp_q<_CMP_UNORD_Q>(ay[u], ax) |
+                  cmp_q<_CMP_GT_OQ>(hi[u], _mm512_set1_ps(0x1p126f));
         hi[u] = _mm512_mask_mov_ps(hi[u], cmp_q<_CMP_EQ_OQ>(hi[u], zero), one); /* 0 / 0 as 0 */
         shifted[u] = cmp_q<_CMP_GT_OQ>(lo[u], mul_q(_mm512_set1_ps(0.41421356f), hi[u]));
     }
@@ -1013,28 +1015,26 @@ inline void atan2_blocks16(const __m512 y[U], const __m512 x[U], __mmask16 redo[
         __m512i rb = _mm512_castps_si512(r[u]);
         __mmask16 tiny = cmp_q<_CMP_LT_OQ>(r[u], _mm512_set1_ps(0x1p-125f)) &
                          cmp_q<_CMP_NEQ_OQ>(ay[u], zero);
-        __mmask16 near = _mm512_cmple_epu32_mask(
-                _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(rb, _mm512_set1_epi32(0xffff)),
-                                                  _mm512_set1_epi32(0x8000))),
-                _mm512_set1_epi32(32));
-        redo[u] |= tiny | near;
-        /* the sign of y; r is finite, nonnegative and not near a midpoint here, so rounding
-         * is one add */
-        rb = _mm512_or_si512(rb, _mm512_and_si512(_mm512_castps_si512(y[u]),
-                                                  _mm512_set1_epi32((int)0x80000000u)));
-        res[u] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x8000)), 16));
+        /* the sign of y (r is finite and nonnegative here), then the rounding add */
+        __m512i w = _mm512_add_epi32(
+                _mm512_or_si512(rb, _mm512_and_si512(_mm512_castps_si512(y[u]),
+                                                     _mm512_set1_epi32((int)0x80000000u))),
+                half_ulp_near());
+        redo[u] |= tiny | near_midpoint(w);
+        res[u] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16));
     }
 #undef EACH
 }
 
-/* arctan2, 16 lanes a block, U blocks a step (as power_blocks), the tail through the portable
+/* arctan2, 16 lanes a block, U blocks a step (as power_blocks16), the tail through the portable
  * loop: the scalar loop's bits and warnings (tests/umath_tier_checks.py::
  * test_arctan2_twin_matches_the_scalar_loop). 10^5 random pairs: 272 us in float64, eight
  * lanes a step; 115 us in float32 a block at a time; 106 / 92 / 86 us two / four / eight
  * blocks a step (AMD EPYC Zen 5; NumPy's float32 60 us); 66 us with NaN, inf and huge operands
- * left to the functor rather than blended and scaled in every block, and rounding as one add
- * (NumPy's float32 64-68 us in the same runs; 68 / 75 us six / four blocks a step). All 2^32
- * pairs gave the baseline tier's bits in a one-off run of this loop. */
+ * left to the functor rather than blended and scaled in every block (68 / 75 us six / four
+ * blocks a step), 61 us with the unary twins' rounding add and midpoint test (NumPy's float32
+ * 65-72 us in the same runs). All 2^32 pairs gave the baseline tier's bits in a one-off run of
+ * this loop. */
 constexpr int ATAN2_U = 8;
 
 template <int U>
@@ -1074,15 +1074,15 @@ int atan2_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
  * wherever k is not 0 (|y| >= 2^-8 there). By this analysis f is within about 2^-23.5 of the
  * exact one and a degree-7 Taylor polynomial for 2^f in float32 adds a few units of float32's
  * last place: the result lies within about 5 units (2^-21 relative) of x ** y. Where it lies
- * farther than 32 units from a bfloat16 rounding midpoint, powf's result (within one unit of
- * the exact value) rounds to the same bfloat16; every other lane (x zero, subnormal, inf or
+ * farther than NEAR (16) units from a bfloat16 rounding midpoint, powf's result (within one
+ * unit of the exact value) rounds to the same bfloat16; every other lane (x zero, subnormal, inf or
  * NaN, x negative with y not an integer, y inf or NaN, |t| > 125 (overflow, underflow), near a
  * midpoint) takes powf itself, and a negative base with an integer exponent is |x| ** y with
  * the sign of an odd y. Every operation suppresses exceptions ({sae}): the flags come from the
  * lanes powf redoes. So the loop gives the scalar loop's bits and warnings
  * (tests/umath_tier_checks.py::test_power_twin_matches_the_scalar_loop; all 2^32 pairs gave the
  * baseline tier's bits in a one-off run). 10^5 random pairs: 179 us in float64 eight lanes at a
- * time, 74 us now (x ** 1.5: 157 -> 83 us; AMD EPYC Zen 5; NumPy's float32 66-70 and 114 us). */
+ * time, 69 us now (x ** 1.5: 157 -> 75 us; AMD EPYC Zen 5; NumPy's float32 68-70 and 114 us). */
 struct Log2Pairs {
     alignas(64) float hi[128];
     alignas(64) float lo[128];
@@ -1106,12 +1106,13 @@ inline __m512 ps(float v) { return _mm512_set1_ps(v); }
  * (a gather of sixteen floats took 4x as long on the AMD EPYC Zen 5) */
 inline __m512 lookup128(__m512i idx, __mmask16 bit5, __mmask16 bit6, const float *table)
 {
-    __m512 t0 = _mm512_permutex2var_ps(_mm512_load_ps(table), idx, _mm512_load_ps(table + 16));
-    __m512 t1 = _mm512_permutex2var_ps(_mm512_load_ps(table + 32), idx, _mm512_load_ps(table + 48));
-    __m512 t2 = _mm512_permutex2var_ps(_mm512_load_ps(table + 64), idx, _mm512_load_ps(table + 80));
-    __m512 t3 = _mm512_permutex2var_ps(_mm512_load_ps(table + 96), idx, _mm512_load_ps(table + 112));
-    return _mm512_mask_blend_ps(bit6, _mm512_mask_blend_ps(bit5, t0, t1),
-                                _mm512_mask_blend_ps(bit5, t2, t3));
+    __m512 t[4];
+    for (int q = 0; q < 4; q++) {
+        t[q] = _mm512_permutex2var_ps(_mm512_load_ps(table + 32 * q), idx,
+                                      _mm512_load_ps(table + 32 * q + 16));
+    }
+    return _mm512_mask_blend_ps(bit6, _mm512_mask_blend_ps(bit5, t[0], t[1]),
+                                _mm512_mask_blend_ps(bit5, t[2], t[3]));
 }
 
 /* U blocks of sixteen lanes, each step taken for every block before the next (as
@@ -1141,12 +1142,13 @@ inline void power_blocks16(const char *a, bool a_bcast, const char *b, bool b_bc
             __m512 half = _mm512_mul_round_ps(yw, ps(0.5f), RN_SAE);
             __mmask16 yint = _mm512_cmp_round_ps_mask(_mm512_roundscale_round_ps(yw, 0, SAE), yw,
                                                       _CMP_EQ_OQ, SAE);
-            __mmask16 yodd = yint & _mm512_cmp_round_ps_mask(_mm512_roundscale_round_ps(half, 0, SAE),
-                                                             half, _CMP_NEQ_UQ, SAE);
+            __mmask16 yodd = yint & _mm512_cmp_round_ps_mask(
+                                            _mm512_roundscale_round_ps(half, 0, SAE), half,
+                                            _CMP_NEQ_UQ, SAE);
             __m256i xmag = _mm256_and_si256(hx, _mm256_set1_epi16(0x7fff));
-            __mmask16 negx = neg & yint &
-                             _mm256_cmplt_epu16_mask(_mm256_sub_epi16(xmag, _mm256_set1_epi16(0x80)),
-                                                     _mm256_set1_epi16(0x7f00)); /* normal */
+            __m256i xm = _mm256_sub_epi16(xmag, _mm256_set1_epi16(0x80));
+            __mmask16 negx = neg & yint & /* normal */
+                             _mm256_cmplt_epu16_mask(xm, _mm256_set1_epi16(0x7f00));
             flip[u] = negx & yodd;
             hx = _mm256_mask_mov_epi16(hx, negx, xmag);
         }
@@ -1181,22 +1183,16 @@ inline void power_blocks16(const char *a, bool a_bcast, const char *b, bool b_bc
     EACH p[u] = ps((float)exp2_taylor[7]);
     for (int j = 6; j >= 0; j--) EACH p[u] = fma_q(p[u], f[u], ps((float)exp2_taylor[j]));
     EACH {
-        __m512i rb = _mm512_castps_si512(_mm512_scalef_round_ps(p[u], k[u], RN_SAE));
-        /* within 32 units of float32's last place of a midpoint between bfloat16 values */
-        __mmask16 near = _mm512_cmple_epu32_mask(
-                _mm512_abs_epi32(_mm512_sub_epi32(_mm512_and_si512(rb, _mm512_set1_epi32(0xffff)),
-                                                  _mm512_set1_epi32(0x8000))),
-                _mm512_set1_epi32(32));
-        scalar[u] |= near;
-        /* r is positive, normal and not near a midpoint: rounding is one add */
-        __m256i r16 = _mm512_cvtepi32_epi16(
-                _mm512_srli_epi32(_mm512_add_epi32(rb, _mm512_set1_epi32(0x8000)), 16));
-        res[u] = _mm256_xor_si256(r16, _mm256_maskz_mov_epi16(flip[u], _mm256_set1_epi16((short)0x8000)));
+        __m512i w = add_half_ulp(_mm512_scalef_round_ps(p[u], k[u], RN_SAE));
+        scalar[u] |= near_midpoint(w);
+        __m256i sign = _mm256_maskz_mov_epi16(flip[u], _mm256_set1_epi16((short)0x8000));
+        res[u] = _mm256_xor_si256(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)), sign);
     }
 #undef EACH
 }
 
-/* 10^5 pairs: 99 / 83 / 74 us two / four / eight blocks a step (AMD EPYC Zen 5) */
+/* 10^5 pairs: 99 / 83 / 74 us two / four / eight blocks a step (AMD EPYC Zen 5, before the
+ * rounding shared with the unary twins) */
 constexpr int POWER_U = 8;
 
 template <int U>

@@ -139,7 +139,7 @@ struct Fmin {
  * as atan2f does. Checked against numpy's float64 arctan2 rounded once
  * (tests/test_ufuncs.py::test_arctan2_correctly_rounded, the IEEE special cases included).
  */
-/* Coefficients shared by the scalar functors and the tiers' float64 twins (loops_avx2.cpp,
+/* Coefficients shared by the scalar functors and the tiers' twins (loops_avx2.cpp,
  * loops_avx512.cpp), lowest degree first. */
 /* atan t = t + t u P(u), u = t^2, |t| <= tan(pi/8): least squares on Chebyshev nodes, 4e-15 */
 static constexpr double atan_poly[9] = {
