@@ -991,9 +991,10 @@ def test_hypot_twin_matches_the_scalar_loop():
 
 
 def test_power_twin_matches_the_scalar_loop():
-    """power's contiguous loop (float64 lanes: loops_avx512.cpp power_run, loops_avx2.cpp
-    power_run4; powf at the baseline tier) equals the scalar (powf) loop bit for bit: random bit
-    patterns, positive bases with moderate exponents, exact results on a rounding midpoint
+    """power's contiguous loop (float32 lanes at avx512: loops_avx512.cpp power_run; float64
+    lanes at avx2: loops_avx2.cpp power_run4; powf at the baseline tier) equals the scalar (powf)
+    loop bit for bit: random bit patterns, positive bases with moderate exponents, bases next to 1
+    with large exponents, exact results on a rounding midpoint
     (17 ** 2 = 289), every small integer base and exponent, negative bases with integer and
     other exponents, results near overflow and underflow, one operand broadcast, every tail
     length; and raises the same warnings."""
