@@ -938,12 +938,14 @@ inline int store_block(Vec res, unsigned redo, const char *a, bool a_bcast, cons
     return twin_store_block<Op>(buf, (int)(sizeof(Vec) / 2), redo, a, a_bcast, b, b_bcast, i, o);
 }
 
-/* Sixteen bfloat16 (`bcast`: one, repeated) as float32 */
-inline __m512 operand16(const char *p, bool bcast)
+/* Sixteen bfloat16's bits (`bcast`: one, repeated) */
+inline __m256i bits16(const char *p, bool bcast)
 {
-    __m256i h = bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
-    return widen16(h);
+    return bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
 }
+
+/* Sixteen bfloat16 (`bcast`: one, repeated) as float32 */
+inline __m512 operand16(const char *p, bool bcast) { return widen16(bits16(p, bcast)); }
 
 /* float32 arithmetic rounding to nearest with exceptions suppressed ({rn-sae}): the lanes
  * raise nothing; the flags come from the lanes redone by the functor */
@@ -1127,10 +1129,8 @@ inline void power_blocks16(const char *a, bool a_bcast, const char *b, bool b_bc
 #define EACH for (int u = 0; u < U; u++)
     EACH {
         npy_intp j = i + 16 * u;
-        __m256i hx = a_bcast ? _mm256_set1_epi16((short)ld(a))
-                             : _mm256_loadu_si256((const __m256i *)(a + 2 * j));
-        __m256i hy = b_bcast ? _mm256_set1_epi16((short)ld(b))
-                             : _mm256_loadu_si256((const __m256i *)(b + 2 * j));
+        __m256i hx = bits16(a + (a_bcast ? 0 : 2 * j), a_bcast);
+        __m256i hy = bits16(b + (b_bcast ? 0 : 2 * j), b_bcast);
         /* A finite negative x with an integer y is |x|^y, negated for an odd y (as at the avx2
          * tier: x**3 of data of both signs stays in the vector lanes). y is an integer where
          * rounding keeps it (every bfloat16 of magnitude 256 or more is an even integer). Blocks
@@ -1228,7 +1228,7 @@ int power_run(const char *a, bool a_bcast, const char *b, bool b_bcast, char *o,
  * *special. */
 inline __m256i hypot_operand16(const char *p, bool bcast, __mmask16 *special)
 {
-    __m256i h = bcast ? _mm256_set1_epi16((short)ld(p)) : _mm256_loadu_si256((const __m256i *)p);
+    __m256i h = bits16(p, bcast);
     *special |= _mm256_cmpge_epu16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)),
                                         _mm256_set1_epi16(0x7f80));
     return h;
