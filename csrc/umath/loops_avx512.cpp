@@ -1100,9 +1100,8 @@ constexpr Log2Pairs make_log2_pairs()
     }
     return t;
 }
-constexpr Log2Pairs log2_pairs = make_log2_pairs();
 
-inline __m512 ps(float v) { return _mm512_set1_ps(v); }
+constexpr Log2Pairs log2_pairs = make_log2_pairs();
 
 /* table[idx] for 128 floats, idx in 0..127: four 32-entry permutes, then bits 5 and 6 choose
  * (a gather of sixteen floats took 4x as long on the AMD EPYC Zen 5) */
@@ -1139,7 +1138,7 @@ inline void power_blocks16(const char *a, bool a_bcast, const char *b, bool b_bc
         __mmask16 neg = _mm256_cmplt_epi16_mask(hx, _mm256_setzero_si256());
         if (neg) {
             __m512 yw = widen16(hy);
-            __m512 half = _mm512_mul_round_ps(yw, ps(0.5f), RN_SAE);
+            __m512 half = _mm512_mul_round_ps(yw, c(0.5f), RN_SAE);
             __mmask16 yint = _mm512_cmp_round_ps_mask(_mm512_roundscale_round_ps(yw, 0, SAE), yw,
                                                       _CMP_EQ_OQ, SAE);
             __mmask16 yodd = yint & _mm512_cmp_round_ps_mask(
@@ -1176,12 +1175,12 @@ inline void power_blocks16(const char *a, bool a_bcast, const char *b, bool b_bc
         hi[u] = yhi;
         __m512 t = add_q(ye[u], yhi);
         /* |t| > 125 or NaN (inf - inf): powf, which reports overflow and underflow */
-        scalar[u] |= _mm512_cmp_round_ps_mask(_mm512_abs_ps(t), ps(125.0f), _CMP_NLE_UQ, SAE);
+        scalar[u] |= _mm512_cmp_round_ps_mask(_mm512_abs_ps(t), c(125.0f), _CMP_NLE_UQ, SAE);
         k[u] = _mm512_roundscale_round_ps(t, _MM_FROUND_TO_NEAREST_INT, SAE);
     }
     EACH f[u] = add_q(add_q(sub_q(ye[u], k[u]), hi[u]), lo[u]);
-    EACH p[u] = ps((float)exp2_taylor[7]);
-    for (int j = 6; j >= 0; j--) EACH p[u] = fma_q(p[u], f[u], ps((float)exp2_taylor[j]));
+    EACH p[u] = c((float)exp2_taylor[7]);
+    for (int j = 6; j >= 0; j--) EACH p[u] = fma_q(p[u], f[u], c((float)exp2_taylor[j]));
     EACH {
         __m512i w = add_half_ulp(_mm512_scalef_round_ps(p[u], k[u], RN_SAE));
         scalar[u] |= near_midpoint(w);
