@@ -624,12 +624,15 @@ def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
         assert np.array_equal(f32_bits(r32), f32_bits(expected)), (n, k, threads)
 
 
-def test_gemv_streamed_rows_keep_the_lane_order(rng):
+@pytest.mark.parametrize("m,k", [(6400, 2049), (2000, 8200)])
+def test_gemv_streamed_rows_keep_the_lane_order(rng, m, k):
     """A W @ x whose rows in one thread exceed BG_ROWS_STREAM_BYTES (24 MiB, csrc/matmul/
-    gemm_avx512.c) runs one row per tile at the avx512bf16 tier: the same documented order, so one
-    thread (streamed) and two (12.5 MiB each, four-row tiles) give the same bits."""
-    w = rng.standard_normal((6400, 2049)).astype(np.float32).astype(bfloat16)
-    v = rng.standard_normal(2049).astype(np.float32).astype(bfloat16)
+    gemm_avx512.c) is streamed at the avx512bf16 tier: one row per tile for rows of at most
+    BG_ROWS_STREAM_ROW (12 KiB: 6400 x 2049), four above (2000 x 8200). The same documented order
+    either way, so one thread (streamed) and two (12.5 / 15.6 MiB each, four-row tiles with
+    prefetch) give the same bits."""
+    w = rng.standard_normal((m, k)).astype(np.float32).astype(bfloat16)
+    v = rng.standard_normal(k).astype(np.float32).astype(bfloat16)
     W, V = w.astype(np.float32), v.astype(np.float32)
     expected = gemv_lane_order(W, V[:, None], gemv_ku(), bf16_pair_tier())[:, 0]
     for threads in (1, 2):

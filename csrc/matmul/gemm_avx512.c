@@ -207,12 +207,17 @@ BG_TARGET static int pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, int
 #define BG_ROWS_PANEL 16              /* rows sharing one V block (accumulators: 16 KiB at n = 16) */
 #endif
 /* stream (kernels with one instruction per 64 bytes of a row): W @ x whose rows in this thread
- * exceed this many bytes, which come from memory rather than the L3, runs one row per tile, a single
- * stream the hardware prefetcher follows; four interleaved rows keep more loads in flight from the
- * cache. AMD EPYC Zen 5, avx512bf16, ms per call one row / four rows: W 16384 x 4096 2.26 / 2.65
- * (2 threads), 3.01 / 3.94 (1 thread); 8192 x 8192 2.35 / 2.48, 3.01 / 3.65; W 4096 x 2048, 1
- * thread: 0.29 / 0.22; 3072 x 4096, 1 thread: 0.49 / 0.46 (the row order of each sum is the same). */
+ * exceed BG_ROWS_STREAM_BYTES come from memory rather than the L3. Those rows are read without
+ * software prefetch (the hardware prefetcher follows them; the extra prefetches only cost), one row
+ * per tile while a row (and V, as long) is at most BG_ROWS_STREAM_ROW bytes, so that V stays in the
+ * L1 beside the stream, four rows per tile above that (V read once per four rows). AMD EPYC Zen 5
+ * VM, avx512bf16, one thread, ms per call (one row with prefetch / one row / four rows with
+ * prefetch / four rows): W 16384 x 4096 5.7-6.1 / 4.1-4.2 / 6.3-6.6 / 5.9-6.2; 8192 x 8192
+ * 7.5-7.7 / 5.7-5.9 / 5.6-5.9 / 4.9-5.2; 4096 x 16384 7.8-7.9 / 6.7-7.0 / 5.2-5.4 / 4.2-4.4
+ * (sgemv 5.3-7.7 ms); 12288 x 6144, one row / four rows: 4.8-5.0 / 6.3. The order of each sum does
+ * not depend on the rows per tile. */
 #define BG_ROWS_STREAM_BYTES (24 << 20)
+#define BG_ROWS_STREAM_ROW (12 << 10)
 
 BG_INLINE void rows_tile(const unsigned char *const *rows, int R, const float *v, int64_t vstep, int C,
                          int64_t nb, float *acc, int64_t ldacc, int64_t pf)
@@ -290,7 +295,8 @@ BG_TARGET int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int
     int ng = (int)((n + BG_ROWS_MAXC - 1) / BG_ROWS_MAXC);
     int cw = (int)((n + ng - 1) / ng);
     int R = BG_ROWS_RC / cw > 4 ? 4 : BG_ROWS_RC / cw;
-    if (stream && n == 1 && (i1 - i0) * K * 2 > BG_ROWS_STREAM_BYTES) R = 1;
+    const int streamed = stream && n == 1 && (i1 - i0) * K * 2 > BG_ROWS_STREAM_BYTES;
+    if (streamed && K * 2 <= BG_ROWS_STREAM_ROW) R = 1;
     int64_t kb = (BG_ROWS_VBYTES / (vfl / 8 * n)) / 32 * 32; /* k per chunk, multiple of 32 */
     if (kb < 64) kb = 64;
     if (kb >= kpad || kpad * n * (vfl / 8) <= BG_ROWS_L2VBYTES) kb = kpad;
@@ -310,7 +316,7 @@ BG_TARGET int bg_gemv_rows_16lanes(const bg_view *a, int64_t i0, int64_t i1, int
                 int rr = (int)(pn - r0 < R ? pn - r0 : R);
                 const unsigned char *rows[4];
                 for (int r = 0; r < rr; r++) rows[r] = a->p + (p0 + r0 + r) * a->rs + t0 * 64;
-                int64_t pft = pf ? pf : (p0 + r0 + (1 + BG_ROWS_PF_TILES) * R <= i1 ? BG_ROWS_PF_TILES * R * a->rs : 0);
+                int64_t pft = pf ? pf : (!streamed && p0 + r0 + (1 + BG_ROWS_PF_TILES) * R <= i1 ? BG_ROWS_PF_TILES * R * a->rs : 0);
                 for (int g = 0, j0 = 0; g < ng; g++) {
                     int cj = (int)(n - j0 < cw ? n - j0 : cw);
                     float *ap = accbuf + r0 * ld + j0 * 16;
