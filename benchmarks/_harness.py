@@ -530,6 +530,51 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+# x86 (vendor, family, first model, last model) -> core, from the vendors' model numbers: the
+# "model name" of a VM often says no more than "AMD EPYC", and Zen 4 runs 512-bit vdpbf16ps at half
+# Zen 5's rate, so the two read very differently in the matmul tables.
+CORE_NAMES = (
+    ("AuthenticAMD", 0x19, 0x00, 0x0F, "Zen 3"),
+    ("AuthenticAMD", 0x19, 0x10, 0x1F, "Zen 4"),
+    ("AuthenticAMD", 0x19, 0x20, 0x2F, "Zen 3"),
+    ("AuthenticAMD", 0x19, 0x40, 0x5F, "Zen 3"),
+    ("AuthenticAMD", 0x19, 0x60, 0x7F, "Zen 4"),
+    ("AuthenticAMD", 0x19, 0xA0, 0xAF, "Zen 4c"),
+    ("AuthenticAMD", 0x1A, 0x00, 0xFF, "Zen 5"),
+    ("GenuineIntel", 6, 0x6A, 0x6A, "Ice Lake-SP"),
+    ("GenuineIntel", 6, 0x8F, 0x8F, "Sapphire Rapids"),
+    ("GenuineIntel", 6, 0xCF, 0xCF, "Emerald Rapids"),
+    ("GenuineIntel", 6, 0xAD, 0xAE, "Granite Rapids"),
+)
+
+
+def cpu_core(cpuinfo: str | None = None) -> str:
+    """The CPU's vendor family and model as /proc/cpuinfo gives them, with the core's name where
+    CORE_NAMES knows it: "family 25, model 17 (Zen 4)"; "" where there is no /proc/cpuinfo."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as fh:
+                cpuinfo = fh.read()
+        except OSError:
+            return ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            break  # the first processor only
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    try:
+        family, model = int(fields["cpu family"]), int(fields["model"])
+    except (KeyError, ValueError):
+        return ""
+    vendor = fields.get("vendor_id", "")
+    text = f"family {family}, model {model}"
+    for v, f, lo, hi, name in CORE_NAMES:
+        if v == vendor and f == family and lo <= model <= hi:
+            return f"{text} ({name})"
+    return text
+
+
 def cpu_flags() -> list[str]:
     """The SIMD features that matter for 16-bit kernels, as the OS reports them."""
     wanted = ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512bw", "amx_bf16", "avx_vnni")
@@ -591,6 +636,7 @@ def machine_info(settings: Settings, contenders: Iterable[Any], bandwidth: float
         affinity = None
     info: dict[str, Any] = {
         "cpu": cpu_model(),
+        "cpu_core": cpu_core(),
         "cpu_flags": cpu_flags(),
         "logical_cores": os.cpu_count(),
         "usable_cores": affinity,
@@ -665,7 +711,8 @@ def render_machine(info: dict[str, Any]) -> str:
     if info.get("usable_cores") and info["usable_cores"] != info["logical_cores"]:
         cores += f", {info['usable_cores']} usable by this process"
     lines = [
-        f"- CPU: {info['cpu']} ({cores}); SIMD: {', '.join(info['cpu_flags']) or 'unknown'}",
+        f"- CPU: {info['cpu']}{', ' + info['cpu_core'] if info.get('cpu_core') else ''} ({cores}); "
+        f"SIMD: {', '.join(info['cpu_flags']) or 'unknown'}",
         f"- OS: {info['os']}; Python {info['python']}; NumPy {info['numpy']} with BLAS {info['blas']}",
         f"- Thread pools: {'; '.join(info['thread_pools'])}",
         f"- Thread settings: --threads {info['threads_option'] or 'not given (library defaults)'}; "

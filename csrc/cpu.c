@@ -27,6 +27,7 @@ static const char *g_reason = "not probed";
 static char g_env[128] = "";
 static int g_vbmi = 0;
 static int g_intel = 0;
+static int g_l1d_ways = 0;
 
 static const char *const tier_names[BF16_TIER_COUNT] = {"baseline", "avx2", "avx512", "avx512bf16", "amx"};
 
@@ -60,6 +61,35 @@ static int probe_intel(void)
     memcpy(v + 4, &d, 4);
     memcpy(v + 8, &c, 4);
     return memcmp(v, "GenuineIntel", 12) == 0;
+}
+
+/* The level-1 data cache's associativity, 0 when CPUID does not say: the deterministic cache
+ * parameters (leaf 4 on Intel, 0x8000001D on AMD with topology extensions; ways = EBX[31:22] + 1),
+ * else AMD's leaf 0x80000005 (ECX[23:16]; 0xFF: fully associative). */
+static int probe_l1d_ways(int intel)
+{
+    unsigned int a, b, c, d;
+    unsigned int leaf = 4;
+    if (!intel) {
+        leaf = 0;
+        if (__get_cpuid(0x80000001u, &a, &b, &c, &d) && ((c >> 22) & 1) &&
+                __get_cpuid_max(0x80000000u, NULL) >= 0x8000001Du)
+            leaf = 0x8000001Du;
+    } else if (__get_cpuid_max(0, NULL) < 4) {
+        leaf = 0;
+    }
+    for (unsigned int i = 0; leaf != 0 && i < 16; i++) {
+        __cpuid_count(leaf, i, a, b, c, d);
+        const unsigned int type = a & 0x1f, level = (a >> 5) & 7;
+        if (type == 0) break;
+        if (level == 1 && type == 1) return (int)(b >> 22) + 1;
+    }
+    if (!intel && __get_cpuid_max(0x80000000u, NULL) >= 0x80000005u &&
+            __get_cpuid(0x80000005u, &a, &b, &c, &d)) {
+        const unsigned int ways = (c >> 16) & 0xff;
+        return ways == 0xff ? 64 : (int)ways;
+    }
+    return 0;
 }
 
 static bf16_tier probe(const char **reason)
@@ -137,6 +167,7 @@ static bf16_tier probe(const char **reason)
 }
 #else
 static int probe_intel(void) { return 0; }
+static int probe_l1d_ways(int intel) { (void)intel; return 0; }
 
 static bf16_tier probe(const char **reason)
 {
@@ -149,6 +180,7 @@ int bf16_cpu_init(void)
 {
     g_vbmi = 0;
     g_intel = probe_intel();
+    g_l1d_ways = probe_l1d_ways(g_intel);
     g_detected = probe(&g_reason);
     if (g_detected < BF16_TIER_AVX512) {
         g_vbmi = 0;
@@ -181,3 +213,8 @@ const char *bf16_cpu_env_value(void) { return g_env; }
 const char *bf16_cpu_detect_reason(void) { return g_reason; }
 int bf16_cpu_has_vbmi(void) { return g_vbmi; }
 int bf16_cpu_is_intel(void) { return g_intel; }
+int bf16_cpu_l1d_ways(void) { return __atomic_load_n(&g_l1d_ways, __ATOMIC_RELAXED); }
+int bf16_cpu_set_l1d_ways(int ways)
+{
+    return __atomic_exchange_n(&g_l1d_ways, ways, __ATOMIC_RELAXED);
+}

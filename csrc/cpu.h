@@ -46,6 +46,11 @@ const char *bf16_cpu_detect_reason(void);
 int bf16_cpu_has_vbmi(void);
 /* Whether CPUID names the vendor GenuineIntel (the matmul's kernel choice, csrc/matmul/gemm.c). */
 int bf16_cpu_is_intel(void);
+/* The level-1 data cache's associativity from CPUID (0: not reported): W @ V's rows per tile at
+ * the avx512bf16 tier (csrc/matmul/gemm_avx512bf16.c). */
+int bf16_cpu_l1d_ways(void);
+/* Replace it (tests: both tile heights on one CPU); returns the previous value. */
+int bf16_cpu_set_l1d_ways(int ways);
 
 #ifdef __cplusplus
 }

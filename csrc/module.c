@@ -10,20 +10,39 @@
 
 /* _ext._cpu_info() -> dict: detected tier, cap, tier in force, why detection stopped, and
  * whether the CPU has AVX512_VBMI (the ufunc loops' avx512bf16 tier needs it) and is an Intel one
- * (the matmul's kernel at the avx512bf16 tier, csrc/matmul/gemm.c). */
+ * (the matmul's kernel at the avx512bf16 tier, csrc/matmul/gemm.c), and the L1 data cache's
+ * associativity (W @ V's tiles, csrc/matmul/gemm_avx512bf16.c). */
 static PyObject *cpu_info(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:O,s:O}", "tier", bf16_tier_name(bf16_cpu_tier()),
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:i}", "tier", bf16_tier_name(bf16_cpu_tier()),
                          "detected", bf16_tier_name(bf16_cpu_detected()), "cap",
                          bf16_tier_name(bf16_cpu_cap()), "env", bf16_cpu_env_value(), "reason",
                          bf16_cpu_detect_reason(), "vbmi", bf16_cpu_has_vbmi() ? Py_True : Py_False,
-                         "intel", bf16_cpu_is_intel() ? Py_True : Py_False);
+                         "intel", bf16_cpu_is_intel() ? Py_True : Py_False, "l1d_ways",
+                         bf16_cpu_l1d_ways());
+}
+
+/* _ext._set_l1d_ways(n) -> the previous value: the L1 associativity the kernels assume (tests run
+ * W @ V's tiles for 8-way and 12-way caches on one CPU with it). */
+static PyObject *set_l1d_ways(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long ways = PyLong_AsLong(arg);
+    if (ways == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (ways < 0 || ways > 1024) {
+        PyErr_Format(PyExc_ValueError, "L1 ways must lie in [0, 1024], got %ld", ways);
+        return NULL;
+    }
+    return PyLong_FromLong(bf16_cpu_set_l1d_ways((int)ways));
 }
 
 static PyMethodDef ext_methods[] = {
     {"_cpu_info", cpu_info, METH_NOARGS, "The instruction-set tier chosen at import, and why."},
+    {"_set_l1d_ways", set_l1d_ways, METH_O, "Set the L1 associativity the kernels assume; returns the previous one."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -235,6 +235,33 @@ def test_a_failing_operation_becomes_an_error_cell():
     assert row.speedup == {"ml_dtypes": None}
 
 
+def _cpuinfo(vendor, family, model):
+    return (f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n"
+            f"model name\t: CPU\n\nprocessor\t: 1\nvendor_id\t: Other\ncpu family\t: 1\nmodel\t\t: 1\n")
+
+
+@pytest.mark.parametrize("vendor,family,model,core", [
+    ("AuthenticAMD", 25, 1, "Zen 3"),              # EPYC 7003 (Milan)
+    ("AuthenticAMD", 25, 17, "Zen 4"),             # EPYC 9004 (Genoa)
+    ("AuthenticAMD", 25, 97, "Zen 4"),             # Ryzen 7000 (Raphael)
+    ("AuthenticAMD", 26, 2, "Zen 5"),              # EPYC 9005 (Turin)
+    ("GenuineIntel", 6, 143, "Sapphire Rapids"),
+    ("GenuineIntel", 6, 85, None),                 # Skylake-SP / Cascade Lake / Cooper Lake share it
+    ("GenuineIntel", 25, 17, None),                # an AMD family number on another vendor
+])
+def test_report_names_the_cpu_core(vendor, family, model, core):
+    """The machine section gives the first processor's family and model, and the core's name where
+    the vendors' model numbers settle it (a VM's model name may say only "AMD EPYC")."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _harness as h
+    finally:
+        sys.path.pop(0)
+    text = h.cpu_core(_cpuinfo(vendor, family, model))
+    assert text == f"family {family}, model {model}" + (f" ({core})" if core else "")
+    assert h.cpu_core("processor\t: 0\nmodel name\t: CPU\n") == ""
+
+
 def _fake_package(root: Path, body: str) -> dict[str, str]:
     """A stand-in `bfloat16_dtype` on PYTHONPATH, to show how the report treats a broken package."""
     package = root / "fake" / "bfloat16_dtype"

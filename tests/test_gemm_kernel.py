@@ -608,8 +608,9 @@ def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
     lanes of 32 k at the avx512 and avx512bf16 tiers, pairs odd k first at the latter; 8 lanes of
     16 k below), whatever the chunking; at the avx512bf16 tier 5 to 16 columns take the skinny
     kernel instead (bg_kernel.skinny_rows): the GEMM kernel's pair sums over all K, one row per
-    accumulator (its tiles of 12, 8, 4 and 1 rows: 70 = 5 x 12 + 8 + 1 + 1, 76 = 6 x 12 + 4; three
-    threads split the rows anew)."""
+    accumulator (its tiles of 12, 8, 4 and 1 rows: 70 = 5 x 12 + 8 + 1 + 1, 76 = 6 x 12 + 4; with
+    an L1 of fewer than 12 ways 8, 4 and 1 rows: 70 = 8 x 8 + 4 + 1 + 1, 76 = 9 x 8 + 4; both run
+    here whatever this CPU's L1, through _ext._set_l1d_ways; three threads split the rows anew)."""
     w, W = make(rng, (70 if k % 2 == 0 else 76, k))  # wider than any small-product kernel's 64
     v, V = make(rng, (k, n))
     ku = gemv_ku()
@@ -618,10 +619,27 @@ def test_gemv_sums_in_the_documented_lane_order(rng, n, k):
         expected = pair_sums(W, V)
     else:
         expected = gemv_lane_order(W.astype(np.float32), V.astype(np.float32), ku, pairs)
-    for threads in (1, 3):
-        with bd.num_threads(threads):
-            r32 = bd.matmul(w, v, out_dtype=np.float32)
-        assert np.array_equal(f32_bits(r32), f32_bits(expected)), (n, k, threads)
+    for ways in (8, 12):
+        before = bd._ext._set_l1d_ways(ways)
+        try:
+            for threads in (1, 3):
+                with bd.num_threads(threads):
+                    r32 = bd.matmul(w, v, out_dtype=np.float32)
+                assert np.array_equal(f32_bits(r32), f32_bits(expected)), (n, k, threads, ways)
+        finally:
+            bd._ext._set_l1d_ways(before)
+
+
+def test_l1d_ways_are_probed_and_checked():
+    """The L1 associativity comes from CPUID (0 where it does not say; x86-64 CPUs report 4 to 16
+    ways, /proc/cpuinfo does not give it); the setter refuses what no cache has."""
+    ways = bd._ext._cpu_info()["l1d_ways"]
+    assert ways == 0 or 2 <= ways <= 64
+    with pytest.raises(ValueError, match="L1 ways"):
+        bd._ext._set_l1d_ways(-1)
+    with pytest.raises(TypeError):
+        bd._ext._set_l1d_ways("8")
+    assert bd._ext._cpu_info()["l1d_ways"] == ways
 
 
 @pytest.mark.parametrize("m,k", [(6400, 2049), (2000, 8200)])

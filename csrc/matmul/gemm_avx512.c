@@ -210,8 +210,8 @@ BG_TARGET static int pack_b_avx512(const bg_view *b, int64_t p0, int64_t kc, int
  * exceed BG_ROWS_STREAM_BYTES come from memory rather than the L3. Those rows are read without
  * software prefetch (the hardware prefetcher follows them; the extra prefetches only cost), one row
  * per tile while a row (and V, as long) is at most BG_ROWS_STREAM_ROW bytes, so that V stays in the
- * L1 beside the stream, four rows per tile above that (V read once per four rows). AMD EPYC Zen 5
- * VM, avx512bf16, one thread, ms per call (one row with prefetch / one row / four rows with
+ * L1 beside the stream, four rows per tile above that (V read once per four rows). AMD EPYC Zen 4
+ * VM (32 KiB L1), avx512bf16, one thread, ms per call (one row with prefetch / one row / four rows with
  * prefetch / four rows): W 16384 x 4096 5.7-6.1 / 4.1-4.2 / 6.3-6.6 / 5.9-6.2; 8192 x 8192
  * 7.5-7.7 / 5.7-5.9 / 5.6-5.9 / 4.9-5.2; 4096 x 16384 7.8-7.9 / 6.7-7.0 / 5.2-5.4 / 4.2-4.4
  * (sgemv 5.3-7.7 ms); 12288 x 6144, one row / four rows: 4.8-5.0 / 6.3. The order of each sum does

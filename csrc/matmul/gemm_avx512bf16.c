@@ -374,6 +374,11 @@ BG_TARGET int bg_gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_
  * at once. Twelve rows: fewer leave the vdpbf16ps latency exposed, more streams (and their
  * addresses) than the core keeps going (AMD EPYC Zen 5, one thread, W 8192 x 8192: 4 rows 180,
  * 8 rows 355, 12 rows 393, 16 rows 283 GFLOP/s in a C harness; the 16-lane GEMV: about 200).
+ * Eight rows where the L1 data cache has fewer than 12 ways: rows a multiple of 4 KiB apart
+ * (K a multiple of 2048) fall into one L1 set, and twelve of them, beside V's lines, overflow an
+ * 8-way set (AMD EPYC Zen 4, 32 KiB 8-way L1, one thread, W 8192 x 8192 with 16 columns: 15.5
+ * ms with 12 rows, 10.8 with 8, 10.9 with 6; W 8192 x 8000, rows in different sets: 10.2 and
+ * 10.1 ms).
  * ---------------------------------------------------------------------------------------------- */
 
 #define BG_SK_R 12
@@ -431,10 +436,11 @@ BG_TARGET int bg_skinny_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int6
     (void)kpad;
     float out[BG_SK_R * 16] __attribute__((aligned(64)));
     __m512i mx = _mm512_setzero_si512();
+    const int rmax = bf16_cpu_l1d_ways() >= 12 ? 12 : 8;
     for (int64_t i = i0; i < i1;) {
-        /* tiles of 12 rows; the last rows by 8, 4 and 1 */
+        /* tiles of 12 rows (8 for an L1 of fewer ways); the last rows by 8, 4 and 1 */
         int64_t left = i1 - i;
-        int R = left >= 12 ? 12 : left >= 8 ? 8 : left >= 4 ? 4 : 1;
+        int R = left >= rmax ? rmax : left >= 8 ? 8 : left >= 4 ? 4 : 1;
         skinny_tile_fn tile = R == 12 ? skinny_tile_12 : R == 8 ? skinny_tile_8 : R == 4 ? skinny_tile_4 : skinny_tile_1;
         tile(a->p + i * a->rs, a->rs, K, (const uint32_t *)(const void *)vt, out);
         /* an inf or NaN in a row of W makes all 16 lanes of its sums inf or NaN (those past n are
