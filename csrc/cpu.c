@@ -73,7 +73,7 @@ static int probe_l1d_ways(int intel)
     if (!intel) {
         leaf = 0;
         if (__get_cpuid(0x80000001u, &a, &b, &c, &d) && ((c >> 22) & 1) &&
-                __get_cpuid_max(0x80000000u, NULL) >= 0x8000001Du)
+                (unsigned int)__get_cpuid_max(0x80000000u, NULL) >= 0x8000001Du)
             leaf = 0x8000001Du;
     } else if (__get_cpuid_max(0, NULL) < 4) {
         leaf = 0;
@@ -84,7 +84,7 @@ static int probe_l1d_ways(int intel)
         if (type == 0) break;
         if (level == 1 && type == 1) return (int)(b >> 22) + 1;
     }
-    if (!intel && __get_cpuid_max(0x80000000u, NULL) >= 0x80000005u &&
+    if (!intel && (unsigned int)__get_cpuid_max(0x80000000u, NULL) >= 0x80000005u &&
             __get_cpuid(0x80000005u, &a, &b, &c, &d)) {
         const unsigned int ways = (c >> 16) & 0xff;
         return ways == 0xff ? 64 : (int)ways;
