@@ -711,7 +711,7 @@ def render_machine(info: dict[str, Any]) -> str:
     if info.get("usable_cores") and info["usable_cores"] != info["logical_cores"]:
         cores += f", {info['usable_cores']} usable by this process"
     lines = [
-        f"- CPU: {info['cpu']}{', ' + info['cpu_core'] if info.get('cpu_core') else ''} ({cores}); "
+        f"- CPU: {info['cpu']}{'; ' + info['cpu_core'] if info.get('cpu_core') else ''}; {cores}; "
         f"SIMD: {', '.join(info['cpu_flags']) or 'unknown'}",
         f"- OS: {info['os']}; Python {info['python']}; NumPy {info['numpy']} with BLAS {info['blas']}",
         f"- Thread pools: {'; '.join(info['thread_pools'])}",
