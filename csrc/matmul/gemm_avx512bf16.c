@@ -374,7 +374,7 @@ BG_TARGET int bg_gemv_rows_bf16(const bg_view *a, int64_t i0, int64_t i1, int64_
  * at once. Twelve rows: fewer leave the vdpbf16ps latency exposed, more streams (and their
  * addresses) than the core keeps going (AMD EPYC Zen 5, one thread, W 8192 x 8192: 4 rows 180,
  * 8 rows 355, 12 rows 393, 16 rows 283 GFLOP/s in a C harness; the 16-lane GEMV: about 200).
- * Eight rows where the L1 data cache has fewer than 12 ways: rows a multiple of 4 KiB apart
+ * Eight rows where the L1 data cache has fewer than 12 ways (or CPUID does not say): rows a multiple of 4 KiB apart
  * (K a multiple of 2048) fall into one L1 set, and twelve of them, beside V's lines, overflow an
  * 8-way set (AMD EPYC Zen 4, 32 KiB 8-way L1, one thread, W 8192 x 8192 with 16 columns: 15.5
  * ms with 12 rows, 10.8 with 8, 10.9 with 6; W 8192 x 8000, rows in different sets: 10.2 and
