@@ -508,14 +508,28 @@ THREAD_ENV_VARS = (
 )
 
 
+def first_processor(cpuinfo: str | None = None) -> dict[str, str]:
+    """The fields of the first processor in /proc/cpuinfo (or in the text given), by name; empty
+    where there is no /proc/cpuinfo."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as fh:
+                cpuinfo = fh.read()
+        except OSError:
+            return {}
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            break  # the first processor only
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip().lower(), value.strip())
+    return fields
+
+
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    model = first_processor().get("model name")
+    if model:
+        return model
     if sys.platform == "darwin":
         try:
             import subprocess
@@ -551,18 +565,7 @@ CORE_NAMES = (
 def cpu_core(cpuinfo: str | None = None) -> str:
     """The CPU's vendor family and model as /proc/cpuinfo gives them, with the core's name where
     CORE_NAMES knows it: "family 25, model 17 (Zen 4)"; "" where there is no /proc/cpuinfo."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as fh:
-                cpuinfo = fh.read()
-        except OSError:
-            return ""
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        if not line.strip():
-            break  # the first processor only
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
+    fields = first_processor(cpuinfo)
     try:
         family, model = int(fields["cpu family"]), int(fields["model"])
     except (KeyError, ValueError):
@@ -578,15 +581,8 @@ def cpu_core(cpuinfo: str | None = None) -> str:
 def cpu_flags() -> list[str]:
     """The SIMD features that matter for 16-bit kernels, as the OS reports them."""
     wanted = ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512bw", "amx_bf16", "avx_vnni")
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return [f for f in wanted if f in flags]
-    except OSError:
-        pass
-    return []
+    flags = set(first_processor().get("flags", "").split())
+    return [f for f in wanted if f in flags]
 
 
 def blas_description() -> str:
