@@ -387,8 +387,10 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
     """Import a bfloat16 tensor from any DLPack producer (torch, JAX, a capsule) as a
     bfloat16 array sharing its memory (``copy=True`` copies).
 
-    The producer's strides, byte offset and read-only flag are kept. A tensor that is not in
-    host memory (CUDA) or is not bfloat16 raises a clear error.
+    The producer's strides, byte offset and read-only flag are kept; a producer that answers
+    with an unversioned capsule (JAX), which has no such flag, gives a read-only array, as
+    ``np.from_dlpack`` does (a capsule passed in directly keeps its memory writable). A tensor
+    that is not in host memory (CUDA) or is not bfloat16 raises a clear error.
 
     >>> import torch
     >>> from_dlpack(torch.ones(2, dtype=torch.bfloat16))
@@ -396,6 +398,11 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
     """
     if copy is not None and not isinstance(copy, (bool, np.bool_)):
         raise TypeError(f"from_dlpack: copy must be True, False or None, got {copy!r}")
+    out = _import_dlpack(x, unversioned_read_only=True)
+    return out.copy() if copy else out
+
+
+def _import_dlpack(x: Any, unversioned_read_only: bool) -> np.ndarray:
     if isinstance(x, np.ndarray):
         out = _as_ours(x, "from_dlpack")
     elif type(x).__name__ == "PyCapsule":
@@ -415,8 +422,12 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
             capsule = x.__dlpack__(max_version=(1, 0))
         except TypeError:          # a producer from before DLPack 1.0 takes no max_version
             capsule = x.__dlpack__()
-        out = _ext._dlpack_import(capsule)
-    return out.copy() if copy else out
+        # an unversioned capsule (JAX's) cannot say its memory is read-only: as NumPy's
+        # from_dlpack, such an import is read-only unless the producer is known to be
+        # writable (a torch tensor) (tests/test_interop_dlpack.py::
+        # test_unversioned_producers_import_read_only)
+        out = _ext._dlpack_import(capsule, unversioned_read_only)
+    return out
 
 
 def to_torch(x: np.ndarray):
@@ -452,7 +463,9 @@ def from_torch(t) -> np.ndarray:
     if t.device.type != "cpu":
         raise BufferError(f"from_torch: the tensor is on {t.device}, not the CPU; call .cpu() first")
     _refuse_negated_view(t, "from_torch")
-    return from_dlpack(t.detach() if t.requires_grad else t)
+    # torch tensors are writable: so is the array, also from a torch whose capsules are
+    # unversioned
+    return _import_dlpack(t.detach() if t.requires_grad else t, unversioned_read_only=False)
 
 
 def to_jax(x: np.ndarray):

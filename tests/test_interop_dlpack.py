@@ -253,6 +253,37 @@ def test_import_rejects_with_a_clear_error_and_leaves_the_tensor_to_its_owner(kw
     assert p.deleted == 0
 
 
+@pytest.mark.parametrize("versioned, read_only", [(False, False), (True, False), (True, True)])
+def test_unversioned_producers_import_read_only(versioned, read_only):
+    """From an object's __dlpack__: an unversioned capsule, which cannot carry the read-only
+    flag, gives a read-only array, as np.from_dlpack does (JAX's arrays, immutable, came back
+    writable and a write changed the JAX array); a versioned one keeps its flag. A capsule
+    passed in directly stays writable (test_import_strides_offset_and_deleter)."""
+    buf = np.array([0x3FC0, 0x4000], np.uint16)
+    p = Producer(buf, shape=(2,), versioned=versioned, read_only=read_only)
+
+    class Holder:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, max_version=None, **kw):
+            return p.capsule()
+
+    y = interop.from_dlpack(Holder())
+    assert y.tolist() == [1.5, 2.0]
+    assert y.flags.writeable == (versioned and not read_only)
+    assert y.ctypes.data == buf.ctypes.data
+    del y
+    gc.collect()
+    assert p.deleted == 1
+    jnp = pytest.importorskip("jax.numpy", reason="jax not installed (pip install jax)")
+    j = jnp.arange(3, dtype=jnp.float32).astype(jnp.bfloat16)
+    y = interop.from_dlpack(j)
+    assert not y.flags.writeable and y.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match="read-only"):
+        y[0] = 100
+
+
 def test_import_device_check_before_export():
     class OnGPU:
         def __dlpack_device__(self):

@@ -1005,6 +1005,107 @@ def test_logical_ufuncs_with_strings_dates_and_void(ufunc):
         np.add(x, others[0])
 
 
+def _outcome(call):
+    """(result dtype, values as Python objects) or the exception's type."""
+    try:
+        r = np.asarray(call())
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return type(e)
+    return r.dtype, [None if v is None else float(v) for v in r.ravel().tolist()]
+
+
+@pytest.mark.parametrize("ufunc", [np.logical_and, np.logical_or, np.logical_xor])
+def test_logical_ufuncs_with_object_and_other_libraries_dtypes(ufunc):
+    """With an object operand, dtype=object or out=object the logical ufuncs run the object
+    loop, and with another library's DType first they run the bool loop, as for float16.
+    These had raised NumPy's RuntimeError that two promoters (ours for reductions and NumPy's
+    own) "matched the input equally well" (a SystemError with an ml_dtypes scalar), or a
+    TypeError on the first call and a result on the next."""
+    x = np.array([1.5, 0.0, -2.0, np.nan], BF16)
+    h = x.astype(np.float16)
+    obj = np.array([1, 0, 0, 2], object)
+    x.astype(np.float32)  # a cast first: it had armed the ambiguity for later calls
+    for attempt in range(2):  # the same answer the second time
+        for make in (lambda a: ufunc(a, a, dtype=object), lambda a: ufunc(a, obj),
+                     lambda a: ufunc(obj, a), lambda a: ufunc(a, a, out=np.empty(4, object)),
+                     lambda a: bool(ufunc.reduce(a, dtype=object)),
+                     lambda a: ufunc(a, a, dtype=bool),
+                     lambda a: ufunc.accumulate(a, dtype=object)):
+            got, want = _outcome(lambda: make(x)), _outcome(lambda: make(h))
+            if not isinstance(want, tuple):  # logical_xor's object loop: no such method
+                assert got == want, (attempt, got, want)
+                continue
+            assert isinstance(got, tuple), (attempt, got, want)
+            assert got[0] == want[0]
+            assert [None if v is None else bool(v) for v in got[1]] == \
+                   [None if v is None else bool(v) for v in want[1]]
+        # no loop: NumPy's plain TypeError, as for float16
+        with pytest.raises(TypeError, match="No loop matching"):
+            ufunc(x, x, dtype=BF16)
+        with pytest.raises(TypeError, match="No loop matching"):
+            ufunc(h, h, dtype=np.float16)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    m = x.astype(ml_dtypes.bfloat16)
+    for args in ((m, x), (x, m), (m[0], x), (x, m[0])):
+        got = ufunc(*args)
+        assert got.dtype == np.bool_
+        assert got.tolist() == ufunc(*[np.asarray(a, np.float32) for a in args]).tolist()
+    assert ufunc(x, x, out=np.empty(4, ml_dtypes.bfloat16)).astype(np.float32).tolist() == \
+        ufunc(h, h).astype(np.float32).tolist()
+
+
+INTEGER_ONLY = [np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift,
+                np.gcd, np.lcm, np.invert] + ([np.bitwise_count] if hasattr(np, "bitwise_count") else [])
+
+
+@pytest.mark.parametrize("ufunc", INTEGER_ONLY, ids=lambda u: u.__name__)
+def test_integer_only_ufuncs_with_bfloat16_like_float16(ufunc):
+    """bfloat16 has no bitwise, shift, gcd or lcm loop, as float16 has none: NumPy's no-loop
+    TypeError whatever the other operand and out=, a reduction with dtype=bool runs the bool
+    loop, and an object operand the object loop, as for float16. With out=object these had run
+    NumPy's object loop, which calls the scalar's `&`, whose generic form calls the ufunc,
+    which NumPy had cached as the object loop: unbounded recursion, a segfault, here and in
+    any later `~bfloat16(1)` of the process."""
+    x = np.array([4.0, 6.0], BF16)
+    args = (x,) * ufunc.nin
+    others = [1, True, np.int64(3), np.array([1, 2], np.int32), np.array([1.0, 2.0], np.float32)]
+    calls = [lambda: ufunc(*args), lambda: ufunc(*args, out=np.empty(2, object)),
+             lambda: ufunc(*args, out=np.empty(2, np.int64))]
+    if ufunc.nin == 2:
+        for o in others:
+            calls += [lambda o=o: ufunc(x, o), lambda o=o: ufunc(o, x),
+                      lambda o=o: ufunc(x, o, out=np.empty(2, object))]
+        calls += [lambda: ufunc.reduce(x), lambda: ufunc.accumulate(x)]
+    for call in calls:
+        with pytest.raises(TypeError):
+            call()
+    scalar = bfloat16(4.0)
+    with pytest.raises(TypeError):
+        ~scalar if ufunc.nin == 1 else ufunc(scalar, scalar)
+    if ufunc in (np.bitwise_and, np.bitwise_or, np.bitwise_xor):
+        h = x.astype(np.float16)
+        assert _outcome(lambda: ufunc.reduce(x, dtype=bool)) == _outcome(lambda: ufunc.reduce(h, dtype=bool))
+    if ufunc in (np.gcd, np.lcm):  # an object operand or output: the values' gcd in Python
+        obj = np.array([6, 4], object)
+        got, want = ufunc(x, obj), ufunc(x.astype(np.float16), obj)
+        assert got.dtype == want.dtype == object and [float(v) for v in got] == [float(v) for v in want]
+        got = ufunc.reduce(x, out=np.empty((), object))
+        assert float(got[()]) == float(ufunc.reduce(x.astype(np.float16), out=np.empty((), object))[()])
+
+
+def test_float_power_with_longdouble_keeps_longdouble():
+    """float_power computes in float64 at least; a longdouble or clongdouble operand keeps its
+    type (it had come out float64 / complex128), in either order, as for float16."""
+    x = np.array([3.0, 0.5], BF16)
+    h = x.astype(np.float16)
+    for other in (np.array([1 / 3], np.longdouble), np.longdouble(2), np.clongdouble(1),
+                  np.array([2.0], np.float64), np.complex64(1), 2, 2.5):
+        for got, want in ((np.float_power(x, other), np.float_power(h, other)),
+                          (np.float_power(other, x), np.float_power(other, h))):
+            assert got.dtype == want.dtype, (type(other), got.dtype, want.dtype)
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
 def test_fmod_family_exact_around_the_quotient_limit(name):
     """fmod, remainder and floor_divide take their remainder from a float64 quotient below 2**24

@@ -326,11 +326,18 @@ wrap_tensor(DLTensor *t, int read_only, PyObject *owner)
     return arr;
 }
 
-/* _dlpack_import(capsule) -> bfloat16 ndarray sharing the tensor's memory. The capsule is renamed
- * "used_dltensor[_versioned]" on success, as the protocol requires. */
+/* _dlpack_import(capsule, unversioned_read_only=False) -> bfloat16 ndarray sharing the tensor's
+ * memory. The capsule is renamed "used_dltensor[_versioned]" on success, as the protocol
+ * requires. An unversioned capsule cannot say whether its memory may be written: with the flag
+ * set its array is read-only, as NumPy's from_dlpack makes it. */
 PyObject *
-bf16_dlpack_import(PyObject *NPY_UNUSED(self), PyObject *capsule)
+bf16_dlpack_import(PyObject *NPY_UNUSED(self), PyObject *args)
 {
+    PyObject *capsule;
+    int unversioned_read_only = 0;
+    if (!PyArg_ParseTuple(args, "O|p:_dlpack_import", &capsule, &unversioned_read_only)) {
+        return NULL;
+    }
     int versioned;
     if (PyCapsule_IsValid(capsule, NAME_V)) {
         versioned = 1;
@@ -365,6 +372,7 @@ bf16_dlpack_import(PyObject *NPY_UNUSED(self), PyObject *capsule)
     }
     else {
         t = &((DLManagedTensor *)p)->dl_tensor;
+        read_only = unversioned_read_only;
     }
     PyObject *owner = PyCapsule_New(p, versioned ? "bfloat16_dtype.dltensor_versioned"
                                                  : "bfloat16_dtype.dltensor", NULL);

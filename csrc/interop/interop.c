@@ -37,7 +37,7 @@ static PyMethodDef interop_methods[] = {
      "From now on the dtype's repr reads dtype(bfloat16_dtype.bfloat16) (another bfloat16 is loaded)."},
     {"_dlpack_export", (PyCFunction)(void (*)(void))bf16_dlpack_export, METH_VARARGS | METH_KEYWORDS,
      "Export a bfloat16 array as a DLPack capsule (versioned or not)."},
-    {"_dlpack_import", bf16_dlpack_import, METH_O,
+    {"_dlpack_import", bf16_dlpack_import, METH_VARARGS,
      "Wrap a DLPack capsule holding a CPU bfloat16 tensor as an ndarray, without copying."},
     {NULL, NULL, 0, NULL},
 };

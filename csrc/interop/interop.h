@@ -25,7 +25,7 @@ PyObject *bf16_register_bit_casts(PyObject *self, PyObject *other_dtype);
 PyObject *bf16_register_mixed_promoters(PyObject *self, PyObject *args);
 PyObject *bf16_register_float32_casts(PyObject *self, PyObject *other_dtype);
 PyObject *bf16_dlpack_export(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *bf16_dlpack_import(PyObject *self, PyObject *capsule);
+PyObject *bf16_dlpack_import(PyObject *self, PyObject *args);
 
 #ifdef __cplusplus
 }

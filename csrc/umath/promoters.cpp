@@ -138,17 +138,26 @@ bf16_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
     return 0;
 }
 
-/* float_power computes in float64 (or complex128) whatever the inputs, as numpy does. */
+/* float_power computes in float64 (or complex128) at least, as numpy does; a longdouble (or
+ * clongdouble) operand keeps its type, as float16's does
+ * (tests/test_ufuncs.py::test_float_power_with_longdouble_keeps_longdouble). */
 static int
 float_power_promoter(PyObject *, PyArray_DTypeMeta *const op_dtypes[],
                      PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
 {
-    bool cplx = false;
+    bool cplx = false, longd = false;
     for (int i = 0; i < 2; i++) {
         Rank r;
-        if (op_dtypes[i] && rank_of(op_dtypes[i], &r) && r.complex) cplx = true;
+        if (op_dtypes[i] && rank_of(op_dtypes[i], &r)) {
+            cplx = cplx || r.complex;
+            longd = longd || r.rank == 3;
+        }
     }
-    PyArray_DTypeMeta *d = dtype_of(cplx ? NPY_CDOUBLE : NPY_DOUBLE);
+    PyArray_DTypeMeta *d = dtype_of(longd ? (cplx ? NPY_CLONGDOUBLE : NPY_LONGDOUBLE)
+                                          : (cplx ? NPY_CDOUBLE : NPY_DOUBLE));
+    if (d == NULL) {
+        return -1;
+    }
     for (int i = 0; i < 3; i++) {
         PyArray_DTypeMeta *x = signature[i] ? signature[i] : d;
         Py_INCREF(x);
@@ -194,15 +203,27 @@ no_loop_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
  * logical_and/or/xor with any other operand type, and their reductions and accumulations (which
  * come with no first operand, or with the out= type in its place): as NumPy's own logical
  * promoter does for float16, they run the bool loop on the values cast to bool, so a float32
- * out= takes the result (tests/test_ufuncs.py::test_logical_reductions_into_any_output_like_float16).
+ * out= takes the result (tests/test_ufuncs.py::test_logical_reductions_into_any_output_like_float16),
+ * and the object loop where an operand, the signature or the out= is object and no out= of
+ * another type is given (::test_logical_ufuncs_with_object_and_other_libraries_dtypes).
  */
 static int
-logical_promoter(PyObject *, PyArray_DTypeMeta *const *,
-                        PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+logical_promoter(PyObject *, PyArray_DTypeMeta *const op_dtypes[],
+                 PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
 {
-    PyArray_DTypeMeta *b = dtype_of(NPY_BOOL);
+    PyArray_DTypeMeta *b = dtype_of(NPY_BOOL), *o = dtype_of(NPY_OBJECT);
+    if (b == NULL || o == NULL) {
+        return -1;
+    }
+    bool object = false;
     for (int i = 0; i < 3; i++) {
-        PyArray_DTypeMeta *x = signature[i] ? signature[i] : b;
+        object = object || signature[i] == o || op_dtypes[i] == o;
+    }
+    if (op_dtypes[2] != NULL && op_dtypes[2] != o) {
+        object = false; /* cast the inputs to bool rather than the result from object */
+    }
+    for (int i = 0; i < 3; i++) {
+        PyArray_DTypeMeta *x = signature[i] ? signature[i] : object ? o : b;
         Py_INCREF(x);
         new_op_dtypes[i] = x;
     }
@@ -334,6 +355,89 @@ register_output_dtype_promoters(PyObject *numpy, const char *const *names, size_
     return 0;
 }
 
+/*
+ * The integer-only ufuncs (bitwise operators, shifts, gcd, lcm, bitwise_count) with a bfloat16
+ * operand in any position. Left to NumPy's legacy resolution, an object out= chose the object
+ * loop, which hands our scalars to their `&`; the scalar's `&` (NumPy's generic one) calls the
+ * ufunc again, which NumPy had by then cached as the object loop for bfloat16 operands too:
+ * unbounded recursion, a crash. Here, as float16 resolves: an object input runs the object loop
+ * (the values as bfloat16 scalars, whose `&` then raises); an output type fixed by dtype= or
+ * signature= (a reduction's dtype=bool) takes the inputs cast to it under the call's casting
+ * rule; anything else is NumPy's no-loop error, whatever the out=
+ * (tests/test_ufuncs.py::test_integer_only_ufuncs_with_bfloat16_like_float16).
+ */
+static int
+integer_only_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
+                      PyArray_DTypeMeta *const signature[], PyArray_DTypeMeta *new_op_dtypes[])
+{
+    PyUFuncObject *u = (PyUFuncObject *)ufunc;
+    PyArray_DTypeMeta *o = dtype_of(NPY_OBJECT);
+    if (o == NULL) {
+        return -1;
+    }
+    PyArray_DTypeMeta *fill = NULL;
+    for (int i = 0; i < u->nin; i++) {
+        if ((signature[i] ? signature[i] : op_dtypes[i]) == o) {
+            fill = o;
+        }
+    }
+    if (fill == NULL) {
+        fill = signature[u->nin];
+    }
+    if (fill == NULL) {
+        return no_loop_promoter(ufunc, op_dtypes, signature, new_op_dtypes);
+    }
+    for (int i = 0; i < u->nargs; i++) {
+        PyArray_DTypeMeta *x = signature[i] ? signature[i] : fill;
+        Py_INCREF(x);
+        new_op_dtypes[i] = x;
+    }
+    return 0;
+}
+
+/* (bfloat16, bfloat16) goes in first, so that NumPy finds it better than either one-sided
+ * pattern before it compares those two with each other (equally good: ambiguous). */
+static int
+register_integer_only_promoters(PyObject *numpy)
+{
+    static const char *const binary[] = {"bitwise_and", "bitwise_or", "bitwise_xor",
+                                         "left_shift", "right_shift", "gcd", "lcm"};
+    static const char *const unary[] = {"invert", "bitwise_count"};
+    PyArray_DTypeMeta *bf = NPY_DTYPE(bf16_descr);
+    for (const char *name : binary) {
+        PyObject *ufunc = get_ufunc(numpy, name);
+        if (ufunc == NULL) {
+            return -1;
+        }
+        PyArray_DTypeMeta *both[3] = {bf, bf, NULL}, *first[3] = {bf, NULL, NULL},
+                          *second[3] = {NULL, bf, NULL};
+        int r = add_promoter(ufunc, both, 3, integer_only_promoter);
+        if (r == 0) r = add_promoter(ufunc, first, 3, integer_only_promoter);
+        if (r == 0) r = add_promoter(ufunc, second, 3, integer_only_promoter);
+        Py_DECREF(ufunc);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    for (const char *name : unary) {
+        PyObject *ufunc = get_ufunc(numpy, name);
+        if (ufunc == NULL) {
+            if (strcmp(name, "bitwise_count") == 0 && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear(); /* NumPy before 2.0 */
+                continue;
+            }
+            return -1;
+        }
+        PyArray_DTypeMeta *one[2] = {bf, NULL};
+        int r = add_promoter(ufunc, one, 2, integer_only_promoter);
+        Py_DECREF(ufunc);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
 register_promoters(PyObject *numpy, const char *const *binary_names, size_t count)
 {
@@ -376,13 +480,26 @@ register_promoters(PyObject *numpy, const char *const *binary_names, size_t coun
             r = v == NULL ? -1 : register_binary_promoters(ufunc, nout, logical_promoter, {v});
         }
         if (r == 0 && logical) {
-            PyArray_DTypeMeta *t[3] = {NULL, NPY_DTYPE(bf16_descr), NULL};
-            r = add_promoter(ufunc, t, 3, logical_promoter);
+            /* any other first operand (object, another library's DType), then none (a reduction).
+             * NumPy's own logical promoter matches every DType as abstract np.dtype: with only
+             * (None, bfloat16) beside it each would be the better match in one position and
+             * NumPy reports the two as ambiguous (a RuntimeError). (np.dtype, bfloat16) beats
+             * both, and goes in first: NumPy compares the patterns in the order they came. */
+            PyArray_DTypeMeta *any[3] = {(PyArray_DTypeMeta *)&PyArrayDescr_Type,
+                                         NPY_DTYPE(bf16_descr), NULL};
+            PyArray_DTypeMeta *none[3] = {NULL, NPY_DTYPE(bf16_descr), NULL};
+            r = add_promoter(ufunc, any, 3, logical_promoter);
+            if (r == 0) {
+                r = add_promoter(ufunc, none, 3, logical_promoter);
+            }
         }
         Py_DECREF(ufunc);
         if (r < 0) {
             return -1;
         }
+    }
+    if (register_integer_only_promoters(numpy) < 0) {
+        return -1;
     }
     PyObject *fp = get_ufunc(numpy, "float_power");
     if (fp == NULL) {

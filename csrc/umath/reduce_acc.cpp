@@ -841,8 +841,12 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
             use_shadow = shadow_cover(shadow, o, o + (n_out - 1) * so);
         }
     }
-    if ((use_shadow || use_table) && shadow->reduction) {
-        active_reduction = shadow; /* for the casts between this call and the next */
+    if (use_shadow || use_table) {
+        /* for the casts between this call and the next; also while the call is not yet known
+         * to be a reduction: one given initial= into a buffered output copies its first
+         * outputs out of the buffer before it comes back to any (tests/test_reductions.py::
+         * test_initial_into_buffered_outputs_over_several_axes) */
+        active_reduction = shadow;
     }
     if (a == o && sa == 0 && so == 0) {
         /* reduce form: the whole row folds into one output element */
