@@ -349,9 +349,15 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
             f.close()
 
 
-def savez(file: "str | os.PathLike[str] | IO[bytes]", **arrays: np.ndarray) -> None:
+def savez(file: "str | os.PathLike[str] | IO[bytes]", *args: np.ndarray, **arrays: np.ndarray) -> None:
     """Save several arrays to an uncompressed .npz (``np.load`` reads it); each bfloat16 array
-    is stored as by :func:`save`, so :func:`load` gives them back as bfloat16."""
+    is stored as by :func:`save`, so :func:`load` gives them back as bfloat16. Arrays given
+    by position are named ``arr_0``, ``arr_1``, ..., as ``np.savez`` names them."""
+    for i, arr in enumerate(args):
+        name = f"arr_{i}"
+        if name in arrays:
+            raise ValueError(f"savez: cannot use un-named arrays and the keyword {name}")
+        arrays[name] = arr
     file = _with_suffix(_file_arg(file, "write", "savez"), ".npz")
     with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, arr in arrays.items():

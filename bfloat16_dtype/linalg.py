@@ -312,7 +312,7 @@ def matvec(a, v, *, out=None, out_dtype=None) -> np.ndarray:
     v = _need_ndim(v, 1, 1, "matvec", "(m,n),(n)->(m)")
     _core_match("matvec", "(m,n),(n)->(m)", a.shape[-1], v.shape[-1])
     res = _matmul(a, v[..., np.newaxis], None, _out_target(out, out_dtype, "matvec"), "matvec")[..., 0]
-    return res if out is None else _copy_into(out, res)
+    return res if out is None else _copy_into(out, res, "matvec")
 
 
 def vecmat(v, a, *, out=None, out_dtype=None) -> np.ndarray:
@@ -321,7 +321,7 @@ def vecmat(v, a, *, out=None, out_dtype=None) -> np.ndarray:
     a = _need_ndim(a, 2, 1, "vecmat", "(n),(n,m)->(m)")
     _core_match("vecmat", "(n),(n,m)->(m)", v.shape[-1], a.shape[-2])
     res = _matmul(v[..., np.newaxis, :], a, None, _out_target(out, out_dtype, "vecmat"), "vecmat")[..., 0, :]
-    return res if out is None else _copy_into(out, res)
+    return res if out is None else _copy_into(out, res, "vecmat")
 
 
 def _core_match(fn: str, signature: str, k: int, k2: int) -> None:
@@ -340,9 +340,9 @@ def _not_aligned(A: np.ndarray, B: np.ndarray, da: int, db: int) -> None:
                          f"{A.shape[da]} (dim {da % A.ndim}) != {B.shape[db]} (dim {db % B.ndim})")
 
 
-def _copy_into(out: np.ndarray, res: np.ndarray) -> np.ndarray:
+def _copy_into(out: np.ndarray, res: np.ndarray, fn: str) -> np.ndarray:
     if out.shape != res.shape:
-        raise ValueError(f"out has shape {out.shape}, expected {res.shape}")
+        raise ValueError(f"{fn}: out has shape {out.shape}, expected {res.shape}")
     _view_ml_bfloat16(np.asarray(out))[...] = _view_ml_bfloat16(np.asarray(res))
     return out
 
@@ -362,7 +362,7 @@ def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
             res = np.multiply(A16, B16).view(target)    # one rounding of the exact product
         else:                                 # the product of two bfloat16 is exact in float32
             res = np.multiply(A16.astype(np.float32), B16.astype(np.float32)).astype(target)
-        return res if out is None else _copy_into(out, res)
+        return res if out is None else _copy_into(out, res, "dot")
     if B.ndim <= 2:
         _not_aligned(A, B, -1, 0 if B.ndim == 1 else -2)
         return _matmul(A, B, out, out_dtype, "dot")
@@ -373,7 +373,7 @@ def dot(a, b, *, out=None, out_dtype=None) -> np.ndarray:
     res = _matmul(A.reshape(math.prod(A.shape[:-1]), K), Bm.reshape(K, math.prod(Bm.shape[1:])),
                   None, _out_target(out, out_dtype, "dot"), "dot")
     res = res.reshape(A.shape[:-1] + Bm.shape[1:])
-    return res if out is None else _copy_into(out, res)
+    return res if out is None else _copy_into(out, res, "dot")
 
 
 def inner(a, b, *, out_dtype=None) -> np.ndarray:

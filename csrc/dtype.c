@@ -370,12 +370,19 @@ static PyArray_DescrProto bf16_proto = {
  * spec-built class has its own repr and str.
  */
 static PyObject *
-bf16_dtype_repr(PyObject *NPY_UNUSED(self))
+bf16_dtype_repr(PyObject *self)
 {
     /* Qualified once ml_dtypes' bfloat16 is loaded too, so that NumPy's messages that name both
-     * types tell them apart (README "Interop"; tests/test_interop_repr.py). */
-    return PyUnicode_FromString(bf16_dtype_repr_qualified() ? "dtype(bfloat16_dtype.bfloat16)"
-                                                             : "dtype(bfloat16)");
+     * types tell them apart (README "Interop"; tests/test_interop_repr.py); a byte-swapped
+     * descriptor says so, as float16's dtype('>f2') does
+     * (tests/test_interop_repr.py::test_byte_swapped_dtype_repr_names_its_order). */
+    const char *name = bf16_dtype_repr_qualified() ? "dtype(bfloat16_dtype.bfloat16)"
+                                                   : "dtype(bfloat16)";
+    char order = ((PyArray_Descr *)self)->byteorder;
+    if (PyArray_ISNBO(order) || order == '|') {
+        return PyUnicode_FromString(name);
+    }
+    return PyUnicode_FromFormat("%s.newbyteorder('%c')", name, order);
 }
 
 static PyObject *

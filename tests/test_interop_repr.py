@@ -12,8 +12,8 @@ import pytest
 from conftest import TESTS_DIR
 
 # Not imported here: importing ml_dtypes changes the repr (and the name) in this process.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("ml_dtypes") is None,
-                                reason="ml_dtypes not installed (pip install ml_dtypes)")
+needs_ml_dtypes = pytest.mark.skipif(importlib.util.find_spec("ml_dtypes") is None,
+                                     reason="ml_dtypes not installed (pip install ml_dtypes)")
 
 OURS = "dtype(bfloat16_dtype.bfloat16)"
 
@@ -36,6 +36,7 @@ UNCHANGED = """
 """
 
 
+@needs_ml_dtypes
 def test_ours_first_then_ml_dtypes():
     out = _run(textwrap.dedent("""
         import numpy as np, bfloat16_dtype
@@ -45,6 +46,7 @@ def test_ours_first_then_ml_dtypes():
     assert out == ["dtype(bfloat16)", OURS]
 
 
+@needs_ml_dtypes
 def test_ml_dtypes_first():
     out = _run("import ml_dtypes\n" + textwrap.dedent(UNCHANGED))
     assert out == [OURS]
@@ -63,6 +65,7 @@ def test_unchanged_without_ml_dtypes():
     assert out == ["dtype(bfloat16)", "array([1.], dtype=bfloat16)"]
 
 
+@needs_ml_dtypes
 def test_numpy_error_messages_name_both_types():
     # NumPy builds these messages itself from the two dtypes' reprs.
     out = _run("""
@@ -88,3 +91,25 @@ def test_numpy_error_messages_name_both_types():
         "Cannot cast ufunc 'add' output from dtype(bfloat16_dtype.bfloat16) to "
         "dtype(float8_e4m3fn) with casting rule 'safe'",
     ]
+
+
+def test_byte_swapped_dtype_repr_names_its_order():
+    """A byte-swapped descriptor's repr says so, as float16's dtype('>f2') does (it read
+    dtype(bfloat16), like the native one); the native repr and str, and the name, are unchanged, also
+    once ml_dtypes is loaded (where it is)."""
+    out = _run("""
+        import importlib.util, numpy as np, bfloat16_dtype
+        d = np.dtype(bfloat16_dtype.bfloat16)
+        swapped = ">" if np.little_endian else "<"
+        s = d.newbyteorder(swapped)
+        print(repr(d)); print(repr(s)); print(repr(s.newbyteorder()))
+        assert str(d) == "bfloat16" and s.name == "bfloat16" and s != d
+        if importlib.util.find_spec("ml_dtypes") is not None:
+            import ml_dtypes
+            print(repr(s))
+    """)
+    swapped = ">" if sys.byteorder == "little" else "<"
+    assert out[:3] == ["dtype(bfloat16)", f"dtype(bfloat16).newbyteorder('{swapped}')",
+                       "dtype(bfloat16)"]
+    if len(out) > 3:
+        assert out[3] == f"{OURS}.newbyteorder('{swapped}')"

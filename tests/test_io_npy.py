@@ -73,6 +73,16 @@ def test_savez_mixed_arrays(tmp_path):
     assert out["s"].shape == () and float(out["s"]) == 1.5
     with np.load(p) as plain:                  # plain NumPy reads it: the bits as uint16
         np.testing.assert_array_equal(plain["w"], ALL_BITS.reshape(16, 4096))
+    # arrays by position: arr_0, arr_1, ... as np.savez names them
+    x = np.array([1.5, -2.0], bfloat16)
+    io.savez(tmp_path / "pos.npz", x, np.arange(2.0), k=x)
+    np.savez(tmp_path / "ref.npz", x.astype(np.float32), np.arange(2.0), k=x.astype(np.float32))
+    got, ref = io.load(tmp_path / "pos.npz"), np.load(tmp_path / "ref.npz")
+    assert sorted(got) == sorted(ref.files) == ["arr_0", "arr_1", "k"]
+    assert got["arr_0"].dtype == np.dtype(bfloat16) and got["arr_0"].tolist() == [1.5, -2.0]
+    assert got["arr_1"].tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="arr_0"):
+        io.savez(tmp_path / "clash.npz", x, arr_0=x)
 
 
 def test_save_adds_the_extension_and_load_refuses_w_plus(tmp_path):

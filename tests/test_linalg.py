@@ -11,10 +11,10 @@ accumulation, one rounding per output element. So
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
-
 import warnings
 
 import numpy as np
@@ -1193,3 +1193,8 @@ def test_errors_name_the_function_called():
             f(args[0], np.asarray(args[1], object))
     with pytest.raises(TypeError, match="^dot: out must be a numpy array"):
         bd.dot(x, x.T, out=[0])
+    # an out= of the wrong shape names the function too (matvec's and vecmat's did not)
+    for f, args, wrong in ((bd.matvec, (x, x[0]), (3,)), (bd.vecmat, (x[:, 0], x), (2,)),
+                           (bd.dot, (x[0, 0], x), (3, 2)), (bd.dot, (x, np.ones((4, 3, 5), bfloat16)), (2, 5))):
+        with pytest.raises(ValueError, match=f"^{f.__name__}: out has shape {re.escape(str(wrong))}"):
+            f(*args, out=np.empty(wrong, bfloat16))
