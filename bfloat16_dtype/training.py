@@ -201,10 +201,17 @@ class LossScaler:
         grads = list(grads)
         finite = all_finite(grads)
         used = self.scale
+        out = None
+        if finite:
+            # a gradient that overflows on its way to float32 or when divided by a scale below
+            # 1 skips the step too (tests/test_training.py::test_unscale_skips_overflow_it_makes)
+            inv = np.float32(1.0 / used)
+            with np.errstate(over="ignore"):
+                out = [np.multiply(np.asarray(g, dtype=np.float32), inv) for g in grads]
+            finite = all_finite(out)
         if not self.update(finite):
             return None
-        inv = np.float32(1.0 / used)
-        return [np.multiply(np.asarray(g, dtype=np.float32), inv) for g in grads]
+        return out
 
     def __repr__(self) -> str:
         kind = "dynamic" if self.dynamic else "static"

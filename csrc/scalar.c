@@ -361,7 +361,32 @@ denotes_infinity(PyObject *obj)
     if (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer)) {
         return 0;
     }
-    double d = PyFloat_AsDouble(obj); /* floats, numpy scalars, 0-d arrays, __float__ */
+    /* long double and complex values in their own precision: 1e4000 is finite there, and
+     * reading a complex through float() would warn a second time
+     * (tests/test_scalar.py::test_overflow_from_long_double_and_complex_warns) */
+    if (PyArray_IsScalar(obj, LongDouble)) {
+        return isinf(((PyLongDoubleScalarObject *)obj)->obval);
+    }
+    if (PyArray_IsScalar(obj, CFloat)) {
+        return isinf(npy_crealf(((PyCFloatScalarObject *)obj)->obval));
+    }
+    if (PyArray_IsScalar(obj, CDouble)) {
+        return isinf(npy_creal(((PyCDoubleScalarObject *)obj)->obval));
+    }
+    if (PyArray_IsScalar(obj, CLongDouble)) {
+        return isinf(npy_creall(((PyCLongDoubleScalarObject *)obj)->obval));
+    }
+    if (PyArray_Check(obj) && PyArray_NDIM((PyArrayObject *)obj) == 0) {
+        PyObject *item = PyArray_ToScalar(PyArray_DATA((PyArrayObject *)obj), (PyArrayObject *)obj);
+        if (item == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int inf = PyArray_IsScalar(item, Generic) && denotes_infinity(item);
+        Py_DECREF(item);
+        return inf;
+    }
+    double d = PyFloat_AsDouble(obj); /* floats, numpy scalars, __float__ */
     if (d == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;

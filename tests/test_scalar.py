@@ -162,6 +162,24 @@ def test_overflow_to_inf_warns_like_float16(v):
                 np.float16(v)  # the behaviour mirrored
 
 
+def test_overflow_from_long_double_and_complex_warns():
+    """A long double or complex value past float64's range (1e4000 is finite in x86's long
+    double) gave inf silently: it was read through float(), already inf there. Now as float16:
+    the overflow warning, and a complex one's ComplexWarning once."""
+    big = np.longdouble("1e4000")
+    values = [np.array(big), np.complex128(1e300 + 1j), np.longdouble("inf"), np.complex64(np.inf)]
+    if np.isfinite(big):                      # (long double is float64 on some platforms)
+        values += [big, np.clongdouble(big)]
+    for v in values:
+        got, want = (_overflow_warnings(lambda: t(v)) for t in (bfloat16, np.float16))
+        assert got == want, (v, got, want)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bfloat16(v)
+        assert sum(w.category is np.exceptions.ComplexWarning for w in caught) == \
+            int(np.iscomplexobj(v)), v
+
+
 @pytest.mark.parametrize("bad,exc,text", [
     ("abc", ValueError, "'abc'"),
     ("1.5.2", ValueError, "'1.5.2'"),

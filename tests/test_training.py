@@ -189,6 +189,23 @@ def test_loss_scaler_unscale_against_float64():
         np.testing.assert_array_equal(o, (gi.astype(np.float64) / 2.0**10).astype(np.float32))
 
 
+def test_unscale_skips_overflow_it_makes():
+    """A finite gradient that becomes inf on its way to float32 (a float64 1e39) or when divided
+    by a scale below 1 skips the step and lowers the scale, as an inf in the gradient does (they
+    had come back as inf float32 gradients, counted as a clean step)."""
+    import warnings
+    for scaler, grads in ((LossScaler(init_scale=1.0, min_scale=2.0**-10), [np.array([1e39, 1.0])]),
+                          (LossScaler(init_scale=0.5, min_scale=0.25), [np.array([3e38], np.float32)])):
+        before = scaler.scale
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")           # no overflow warning on the way either
+            assert scaler.unscale(grads) is None
+        assert scaler.skipped_steps == 1 and scaler.scale < before
+    ok = LossScaler(init_scale=0.5, min_scale=0.25)
+    got = ok.unscale([np.array([1e38], np.float32)])
+    assert got is not None and got[0].tolist() == [np.float32(2e38)] and ok.skipped_steps == 0
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
@@ -220,8 +237,10 @@ def test_loss_scaler_scales_within_float32():
                          (dict(init_scale=2.0**127, max_scale=2.0**127), "init_scale")):
         with pytest.raises(ValueError, match=rf"{name} must lie in \[2\*\*-126, 2\*\*126\]"):
             LossScaler(**kwargs)
-    g = np.float32([0.0, 2.0**-100, 3e38, -1e-30])
     for lo, hi in ((2.0**-126, 1.0), (1.0, 2.0**126)):
+        # (3e38 divided by a scale below 1 overflows: such a step is skipped,
+        # test_unscale_skips_overflow_it_makes)
+        g = np.float32([0.0, 2.0**-100, 3e38 if lo == 1.0 else 1e-3, -1e-30])
         s = LossScaler(1.0, min_scale=lo, max_scale=hi, backoff_factor=2.0**-100,
                        growth_factor=2.0**100, growth_interval=1)
         seen = set()

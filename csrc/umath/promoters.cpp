@@ -176,6 +176,12 @@ static int
 no_loop_promoter(PyObject *ufunc, PyArray_DTypeMeta *const op_dtypes[],
                  PyArray_DTypeMeta *const *, PyArray_DTypeMeta *[])
 {
+    if (PyErr_Occurred()) {
+        /* NumPy 2.0's scalar power path (x ** np.timedelta64) calls here with its own failed
+         * float() still pending: that TypeError is the answer (importing the exception class
+         * with it set was a SystemError; tests/test_dropin.py::test_timedelta_and_datetime_arrays) */
+        return -1;
+    }
     int nargs = ((PyUFuncObject *)ufunc)->nargs;
     PyObject *dtypes = PyTuple_New(nargs);
     if (dtypes == NULL) {
