@@ -379,7 +379,7 @@ bf16_dtype_repr(PyObject *self)
     const char *name = bf16_dtype_repr_qualified() ? "dtype(bfloat16_dtype.bfloat16)"
                                                    : "dtype(bfloat16)";
     char order = ((PyArray_Descr *)self)->byteorder;
-    if (PyArray_ISNBO(order) || order == '|') {
+    if (PyArray_ISNBO(order)) {
         return PyUnicode_FromString(name);
     }
     return PyUnicode_FromFormat("%s.newbyteorder('%c')", name, order);

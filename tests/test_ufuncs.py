@@ -1055,7 +1055,7 @@ def test_logical_ufuncs_with_object_and_other_libraries_dtypes(ufunc):
 
 
 INTEGER_ONLY = [np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift,
-                np.gcd, np.lcm, np.invert] + ([np.bitwise_count] if hasattr(np, "bitwise_count") else [])
+                np.gcd, np.lcm, np.invert, np.bitwise_count]
 
 
 @pytest.mark.parametrize("ufunc", INTEGER_ONLY, ids=lambda u: u.__name__)

@@ -428,10 +428,6 @@ register_integer_only_promoters(PyObject *numpy)
     for (const char *name : unary) {
         PyObject *ufunc = get_ufunc(numpy, name);
         if (ufunc == NULL) {
-            if (strcmp(name, "bitwise_count") == 0 && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-                PyErr_Clear(); /* NumPy before 2.0 */
-                continue;
-            }
             return -1;
         }
         PyArray_DTypeMeta *one[2] = {bf, NULL};
