@@ -918,3 +918,58 @@ def test_helpers_read_byte_swapped_bfloat16():
     p = np.zeros(4, np.float32)
     SGD([p], lr=1.0).step([s])
     assert p.tolist() == [-1.5, 2.25, -3.0, -0.5]
+
+
+# ---- left open: found by a stress run against exact references (README "Reductions") -------
+
+@pytest.mark.xfail(strict=True, reason="README, Reductions: ufunc.at on an n-d target keeps "
+                   "the float32 values only within 4096 elements")
+def test_add_at_on_nd_targets_far_apart_accumulates_in_float32():
+    """256 + 1.5 - 256 in float32 is 1.5; rounded after each step, 2.0. Rows 0 and 6 of a
+    1000-column target lie 6000 elements apart: the window over the first row is dropped for
+    the second, and row 0's float32 value is lost before it is updated again."""
+    t = np.zeros((7, 1000), bfloat16)
+    t[0] = 256
+    v = np.zeros((3, 1000), bfloat16)
+    v[0], v[2] = 1.5, -256
+    np.add.at(t, [0, 6, 0], v)
+    assert np.all(f32(t[0]) == 1.5)
+
+
+class _FloatRunsAReduction(float):
+    def __float__(self):
+        np.add.reduce(np.ones((2, 2), bfloat16), axis=0)
+        return float.__float__(self)
+
+
+@pytest.mark.xfail(strict=True, reason="README, Reductions: a bfloat16 reduction run inside a "
+                   "cast of an outer reduction's input loses the outer one's buffered values")
+def test_reduction_inside_a_cast_of_a_buffered_reduction():
+    """An object input whose __float__ runs a bfloat16 reduction of its own, in the middle of
+    a reduction into an output NumPy buffers: the inner call's end clears what the outer one
+    parked, and the columns past the first buffer turn round once more (2.0, not 1.5)."""
+    x = np.empty((3, 10000), object)
+    x[0], x[1], x[2] = 256.0, 1.5, -256.0
+    x[2, 5000] = _FloatRunsAReduction(-256.0)
+    out = np.zeros(10000, np.float32)
+    np.add.reduce(x, axis=0, dtype=bfloat16, out=out)
+    assert np.all(out == 1.5)
+
+
+@pytest.mark.xfail(OLD_NDITER, strict=True, reason="README, Reductions: before NumPy 2.3, layouts "
+                   "whose outputs NumPy's iterator copies may take another output's float32 value")
+def test_reversed_layouts_reduceat_and_tuple_at_before_numpy_2_3():
+    v = np.zeros((2, 2, 2, 2))
+    v[0, 0, 1] = [1.5, -256]
+    v[1, 0, 1] = [0, 256]
+    x = v[:, ::-1].astype(bfloat16)[:, ::-1]
+    assert float(np.sum(x, axis=(0, 3))[0, 1]) == 1.5
+    y = np.zeros((3, 7))
+    y[1, 5:] = [256, 1.5]
+    y[2, 3:5] = [258, -256]
+    out = np.zeros((3, 2), bfloat16)[::-1]
+    np.add.reduceat(y.astype(bfloat16), [3, 5], axis=1, out=out)
+    assert float(out[2, 0]) == 2.0
+    t = np.array([[256.0], [258.0]], bfloat16)
+    np.add.at(t, ([0, 0, 1], [0, 0, 0]), np.array([0.0, 1.5, -256], bfloat16))
+    assert f32(t).ravel().tolist() == [258.0, 2.0]   # 256 + 1.5 rounded once; 258 - 256
