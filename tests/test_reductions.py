@@ -942,18 +942,29 @@ class _FloatRunsAReduction(float):
         return float.__float__(self)
 
 
-@pytest.mark.xfail(strict=True, reason="README, Reductions: a bfloat16 reduction run inside a "
-                   "cast of an outer reduction's input loses the outer one's buffered values")
-def test_reduction_inside_a_cast_of_a_buffered_reduction():
-    """An object input whose __float__ runs a bfloat16 reduction of its own, in the middle of
-    a reduction into an output NumPy buffers: the inner call's end clears what the outer one
-    parked, and the columns past the first buffer turn round once more (2.0, not 1.5)."""
+class _FloatRunsAnAt(float):
+    def __float__(self):
+        np.add.at(np.zeros((3, 4), bfloat16), [0, 2, 0], np.ones((3, 4), bfloat16))
+        return float.__float__(self)
+
+
+@pytest.mark.parametrize("inner", [_FloatRunsAReduction, _FloatRunsAnAt])
+def test_reduction_inside_a_cast_of_a_buffered_reduction(inner):
+    """An object input whose __float__ runs a bfloat16 call of its own (a reduction, a 2-d
+    add.at), in the middle of a reduction into an output NumPy buffers (float32 with
+    dtype=bfloat16, byte-swapped, unaligned): 256 + 1.5 - 256 is 1.5 in every column. The inner
+    call's end had cleared what the outer one parked, and the 1808 columns past the first
+    buffer turn came out 2.0; the outer reduction's state now waits in the inner call's
+    Shadow until that call ends."""
     x = np.empty((3, 10000), object)
     x[0], x[1], x[2] = 256.0, 1.5, -256.0
-    x[2, 5000] = _FloatRunsAReduction(-256.0)
-    out = np.zeros(10000, np.float32)
-    np.add.reduce(x, axis=0, dtype=bfloat16, out=out)
-    assert np.all(out == 1.5)
+    x[2, 5000] = inner(-256.0)
+    raw = np.zeros(2 * 10000 + 1, np.uint8)
+    for out, dtype in ((np.zeros(10000, np.float32), bfloat16),
+                       (np.zeros(10000, BF16.newbyteorder()), bfloat16),
+                       (raw[1:].view(BF16), bfloat16)):
+        np.add.reduce(x, axis=0, dtype=dtype, out=out)
+        assert np.all(np.asarray(out, np.float32) == 1.5), out.dtype
 
 
 @pytest.mark.xfail(OLD_NDITER, strict=True, reason="README, Reductions: before NumPy 2.3, layouts "

@@ -207,6 +207,14 @@ kt_find(KeyTable &t, npy_intp k)
     return nullptr;
 }
 
+/* The float32 values of a reduction's outputs copied out of its window by a cast, by the byte
+ * address they were copied to (a dense window over those addresses). */
+struct Park {
+    uintptr_t lo = 0;
+    FloatWindow value;          /* per byte of the window; meaningful where `has` is set */
+    std::vector<uint8_t> has;
+};
+
 struct Shadow {
     NpyAuxData base;
     bool reduction = false;      /* known to be a reduction: the window may grow large */
@@ -222,14 +230,13 @@ struct Shadow {
     bool by_address = false;     /* values kept in `table` by address, not in the window */
     KeyTable table;
     bool busy = false;           /* the thread's own Shadow, handed out for a call */
-};
-
-/* The float32 values of a reduction's outputs copied out of its window by a cast, by the byte
- * address they were copied to (a dense window over those addresses). */
-struct Park {
-    uintptr_t lo = 0;
-    FloatWindow value;          /* per byte of the window; meaningful where `has` is set */
-    std::vector<uint8_t> has;
+    /* A call that began inside a reduction's call on this thread (Python code run by a cast,
+     * e.g. an object input's __float__): the outer reduction and what its casts had parked,
+     * put back when this call ends (tests/test_reductions.py::
+     * test_reduction_inside_a_cast_of_a_buffered_reduction). */
+    bool nested = false;
+    Shadow *outer_active = nullptr;
+    Park outer_park;
 };
 
 /* The reduction in flight on this thread (its Shadow is a reduction's), set by its loop calls,
@@ -304,6 +311,13 @@ forget_if_active(Shadow *m)
         active_reduction = nullptr;
         park_clear();
     }
+    if (m->nested) {
+        park_clear();
+        std::swap(parked, m->outer_park);
+        active_reduction = m->outer_active;
+        m->outer_active = nullptr;
+        m->nested = false;
+    }
     if (at_call.owner == m) {
         at_call.context = nullptr;
         at_call.owner = nullptr;
@@ -372,6 +386,9 @@ shadow_clone(NpyAuxData *aux)
         return nullptr;
     }
     m->busy = false;
+    m->nested = false; /* the original puts the outer reduction back */
+    m->outer_active = nullptr;
+    m->outer_park = Park();
     return reinterpret_cast<NpyAuxData *>(shadow_init(m, m->reduction, shadow_delete));
 }
 
@@ -924,6 +941,13 @@ acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *,
     if (m == nullptr) {
         PyErr_NoMemory();
         return -1;
+    }
+    if (active_reduction != nullptr) {
+        /* a call inside a reduction's call: the outer one waits in this Shadow */
+        m->nested = true;
+        m->outer_active = active_reduction;
+        std::swap(m->outer_park, parked);
+        active_reduction = nullptr;
     }
     if (at_call.values.started) {
         at_reset(at_call.values); /* a call inside a call's .at: the outer blocks go alone */
