@@ -227,8 +227,15 @@ struct Shadow {
     npy_intp prev_so = 0, prev_m = 0;
     std::vector<bf16_t> prev_first;
     size_t calls = 0;            /* in-place calls so far */
+    /* NumPy asked for the loop with contiguous fixed strides, as its ufunc.at does, which then
+     * calls it once per element at stride 0 (see acc_loop) */
+    bool contiguous_fixed = false;
     bool by_address = false;     /* values kept in `table` by address, not in the window */
     KeyTable table;
+    /* the range of the addresses put in `table` since it was last empty, and whether they
+     * differ in parity (shadow_table_to_window) */
+    uintptr_t key_lo = UINTPTR_MAX, key_hi = 0;
+    bool key_parities = false;
     bool busy = false;           /* the thread's own Shadow, handed out for a call */
     /* A call that began inside a reduction's call on this thread (Python code run by a cast,
      * e.g. an object input's __float__): the outer reduction and what its casts had parked,
@@ -305,6 +312,25 @@ park_clear()
 }
 
 static void
+shadow_keys_reset(Shadow *m)
+{
+    m->key_lo = UINTPTR_MAX;
+    m->key_hi = 0;
+    m->key_parities = false;
+}
+
+/* Note an address put in m's table. */
+static inline void
+shadow_key_added(Shadow *m, uintptr_t k)
+{
+    if (m->key_lo <= m->key_hi && ((k ^ m->key_lo) & 1)) {
+        m->key_parities = true;
+    }
+    m->key_lo = std::min(m->key_lo, k);
+    m->key_hi = std::max(m->key_hi, k);
+}
+
+static void
 forget_if_active(Shadow *m)
 {
     if (active_reduction == m) {
@@ -350,6 +376,7 @@ shadow_release(NpyAuxData *aux)
     m->calls = 0;
     m->by_address = false;
     kt_empty(m->table);
+    shadow_keys_reset(m);
     if (m->value.capacity() > shadow_probe_slots) {
         FloatWindow().swap(m->value);
     }
@@ -426,8 +453,17 @@ shadow_cover(Shadow *m, char *first_p, char *last_p)
     uintptr_t new_lo = m->value.empty() ? first : std::min(first, lo);
     uintptr_t new_hi = m->value.empty() ? last + 2 : std::max(last + 2, hi);
     size_t want = (size_t)(new_hi - new_lo + 1) / 2;
-    if (!m->value.empty() && new_lo == lo) {
-        want = std::max(want, 2 * m->value.size()); /* amortise slices visited upward */
+    if (!m->value.empty() && want < std::min(2 * m->value.size(), limit)) {
+        /* amortise growth: at least double, on the side it grows (slices visited upward, or
+         * downward as NumPy's per-index ufunc.at may visit rows) */
+        size_t more = std::min(2 * m->value.size(), limit) - want;
+        if (new_lo == lo) {
+            want += more;
+        }
+        else if (new_hi == hi && new_lo > 2 * more) {
+            new_lo -= 2 * more;
+            want += more;
+        }
     }
     want = std::min(want, limit);
     if ((size_t)(new_hi - new_lo + 1) / 2 > want) {
@@ -497,9 +533,14 @@ static const int shadow_table_bits = 24;
  * would grow over every address between them (reallocated as it grows: 1,000 random updates of
  * a 6000x6000 array took 0.7-1.4 s). Once a one-element call lies so far from the window that
  * covering it would take more than 16 slots for each call so far (and more than
- * shadow_probe_slots), the call keeps its values by address in a table instead, for the rest
- * of the call; the window's values move there (tests/test_reductions.py::
- * test_ufunc_at_scattered_over_an_nd_target_like_a_float32_reference).
+ * shadow_probe_slots), the call keeps its values by address in a table instead, until the
+ * table's addresses lie close enough for a window again (shadow_table_to_window); the window's
+ * values move there (tests/test_reductions.py::
+ * test_ufunc_at_scattered_over_an_nd_target_like_a_float32_reference). Before the call is
+ * known to be a reduction, any one-element call beyond the shadow_probe_slots the window may
+ * then cover goes to the table: the window had started afresh there, and rows of an n-d
+ * target more than 4096 elements apart rounded at each step (::
+ * test_add_at_on_nd_targets_far_apart_accumulates_in_float32).
  */
 static bool
 shadow_spread(const Shadow *m, const char *o)
@@ -509,7 +550,7 @@ shadow_spread(const Shadow *m, const char *o)
     }
     uintptr_t lo = (uintptr_t)m->lo, hi = lo + 2 * m->value.size(), p = (uintptr_t)o;
     size_t want = (size_t)(std::max(p + 2, hi) - std::min(p, lo)) / 2;
-    return want > std::max(shadow_probe_slots, 16 * m->calls);
+    return want > (m->reduction ? std::max(shadow_probe_slots, 16 * m->calls) : shadow_probe_slots);
 }
 
 static void
@@ -522,11 +563,55 @@ shadow_to_table(Shadow *m)
             npy_intp key = (npy_intp)((uintptr_t)m->lo + 2 * j);
             if (float *slot = kt_slot(m->table, key, &fresh, shadow_table_bits)) {
                 *slot = v;
+                shadow_key_added(m, (uintptr_t)key);
             }
         }
     }
     m->value.clear();
     m->by_address = true;
+}
+
+/*
+ * The table of a reduction about to grow (or, full, to start afresh and lose its values) gives
+ * way to a window over the addresses it has held and p when that window takes at most 8 slots
+ * an entry (32 bytes, against the table's 32 to 64 grown at half full), half the spread that
+ * sends a window to the table (shadow_spread), so the two do not alternate. At 2^23 entries
+ * that allows shadow_max_slots: a full table of a range the window can cover is never cleared.
+ * NumPy's per-index ufunc.at of 18 M steps into a 287x1441x38 target had filled the table and
+ * started afresh: 0.9 M of its elements rounded at steps after that (tests/test_reductions.py::
+ * test_ufunc_at_on_an_nd_target_beyond_the_table_accumulates_in_float32); 300 random rows of
+ * a 1000x1000 target 6.2 -> 5.3 ms (AMD EPYC Zen 4, avx512bf16). false: the table stays (keys
+ * of both parities, too wide a range, no memory).
+ */
+static bool
+shadow_table_to_window(Shadow *m, const char *p)
+{
+    KeyTable &t = m->table;
+    uintptr_t lo = std::min(m->key_lo, (uintptr_t)p), hi = std::max(m->key_hi, (uintptr_t)p);
+    if (!m->reduction || t.count == 0 || m->key_parities || ((m->key_lo ^ (uintptr_t)p) & 1)) {
+        return false;
+    }
+    size_t span = (size_t)(hi - lo) / 2 + 1;
+    if (span > shadow_max_slots || span > 8 * (t.count + 1)) {
+        return false;
+    }
+    try {
+        FloatWindow w(span, 0.0f);
+        for (const KeySlot &e : t.slots) {
+            if (e.key != -1) {
+                w[((uintptr_t)e.key - lo) / 2] = e.val;
+            }
+        }
+        m->value.swap(w);
+    }
+    catch (...) {
+        return false;
+    }
+    m->lo = (char *)lo;
+    m->by_address = false;
+    kt_clear(t);
+    shadow_keys_reset(m);
+    return true;
 }
 
 /* The float32 standing behind the bfloat16 stored at p, from the table; *slot: where p's new
@@ -537,6 +622,9 @@ shadow_table_get(Shadow *m, const char *p, float **slot)
     bf16_t stored = ld(p); /* first: its cache miss and the table's overlap */
     bool fresh = false;
     *slot = kt_slot(m->table, (npy_intp)(uintptr_t)p, &fresh, shadow_table_bits);
+    if (fresh) {
+        shadow_key_added(m, (uintptr_t)p);
+    }
     if (*slot == nullptr || fresh) {
         return bf16_to_f32(stored);
     }
@@ -801,7 +889,9 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     if (n <= 0) {
         return 0;
     }
-    if (n == 1 && sa == 0 && so == 0 && a == o && shadow != nullptr && shadow->by_address) {
+    if (n == 1 && sa == 0 && so == 0 && a == o && shadow != nullptr && shadow->by_address &&
+            (2 * (shadow->table.count + 1) <= shadow->table.slots.size() ||
+             !shadow_table_to_window(shadow, o))) {
         /* NumPy's per-index ufunc.at once its values went into the table: what the branches
          * below come to, in fewer instructions, the target read before the table, so that the
          * core overlaps the cache misses of successive calls. With the table's first probe
@@ -846,7 +936,12 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
         bool fits = span <= limit; /* a larger elementwise a += b: the plain loop */
         /* first, as the window follows NumPy's copy of a one-element output between its buffer
          * and the array, which would otherwise look like a spread call */
-        if (fits && !shadow->by_address && numpy_copies_outputs &&
+        /* a step of ufunc.at (the loop asked for at contiguous strides, called at stride 0)
+         * writes the target in place: no copy to follow, and one taken for a copy had carried
+         * another element's value over (an element holding the rounding of its neighbour's,
+         * NumPy 2.0; tests/test_reductions.py::test_add_at_with_a_tuple_index_keeps_each_value) */
+        bool at_step = n == 1 && sb == 0 && so == 0 && shadow->contiguous_fixed;
+        if (fits && !shadow->by_address && numpy_copies_outputs && !at_step &&
                 (o != shadow->prev_o || so != shadow->prev_so || n_out != shadow->prev_m)) {
             shadow_follow_copy(shadow, o, so, n_out);
         }
@@ -929,7 +1024,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
 
 template <class Acc>
 static int
-acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *,
+acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *strides,
              PyArrayMethod_StridedLoop **out_loop, NpyAuxData **out_transferdata,
              NPY_ARRAYMETHOD_FLAGS *flags)
 {
@@ -954,6 +1049,8 @@ acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *,
     }
     at_call.context = context;
     at_call.owner = m;
+    m->contiguous_fixed = strides != nullptr && strides[0] == 2 && strides[1] == 2 &&
+                          strides[2] == 2;
     *out_transferdata = reinterpret_cast<NpyAuxData *>(m);
     return 0;
 }
