@@ -306,3 +306,20 @@ def test_where_with_the_python_float_first():
     assert kept.dtype == BF and kept.astype(np.float32).tolist() == [1.5, 0.0, 3.0]
     f16 = x.astype(np.float16)
     assert np.where(np.isnan(f16), 0.0, f16).dtype == np.float16   # float16 is not affected
+
+
+def test_histogram_with_a_float_range_gives_float32_edges():
+    """np.histogram computes its edges' type as np.result_type(first_edge, last_edge, a): with a
+    float range= the Python floats come first and the quirk above gives float32 edges (float16
+    data keeps float16); an int range, bfloat16 ends or the default keep bfloat16 (README,
+    "Promotion"). The counts are the same either way."""
+    x = np.array([0.5, 1.5, 2.0, 0.25], bfloat16)
+    f16 = x.astype(np.float16)
+    counts, edges = np.histogram(x, bins=4, range=(0.0, 2.0))
+    assert edges.dtype == np.float32
+    assert np.histogram(f16, bins=4, range=(0.0, 2.0))[1].dtype == np.float16
+    assert counts.tolist() == np.histogram(f16, bins=4, range=(0.0, 2.0))[0].tolist() == [1, 1, 0, 2]
+    assert np.histogram_bin_edges(x, bins=3, range=(0, 0)).dtype == np.float32  # widened by 0.5
+    assert np.histogram(x, bins=4, range=(0, 2))[1].dtype == BF
+    assert np.histogram(x, bins=4, range=(bfloat16(0), bfloat16(2)))[1].dtype == BF
+    assert np.histogram(x, bins=4)[1].dtype == BF
