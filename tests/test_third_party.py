@@ -86,3 +86,64 @@ def test_matplotlib_imshow_downsampled_reads_values_as_indices():
 
     assert colours(img.astype(bfloat16)) == 1
     assert colours(img.astype(bfloat16).astype(np.float32)) > 20
+
+
+def test_einsum_of_other_libraries_needs_numpys_optimize_path():
+    """opt_einsum (and dask's einsum, which calls it) hand contractions they do not route to a
+    BLAS call to NumPy's C einsum, which has no user-dtype support: TypeError, where float16
+    works; the float32 operands work (README, "Differences from float16 that remain")."""
+    oe = pytest.importorskip("opt_einsum", reason="opt_einsum not installed")
+    a, b = np.ones((3, 5, 6), bfloat16), np.ones((3, 6, 2), bfloat16)
+    with pytest.raises(TypeError, match="einsum"):
+        oe.contract("bij,bjk->bik", a, b)
+    assert oe.contract("bij,bjk->bik", a.astype(np.float16), b.astype(np.float16)).shape == (3, 5, 2)
+    got = oe.contract("bij,bjk->bik", a.astype(np.float32), b.astype(np.float32))
+    assert got.dtype == np.float32 and np.all(got == 6)
+
+
+def test_scipy_distance_and_linalg_with_kind_v():
+    """scipy.spatial.distance's C metrics refuse the dtype by kind, scipy.linalg.expm reaches a
+    compiled routine without a bfloat16 version, and the LAPACK wrappers compute in float64
+    (float16: float32) (README, "Differences from float16 that remain")."""
+    distance = pytest.importorskip("scipy.spatial.distance", reason="scipy not installed")
+    import scipy.linalg as sl
+    x = np.array([[1.0, 2.0], [3.0, 4.5]], bfloat16)
+    with pytest.raises(ValueError, match="bfloat16"):
+        distance.cdist(x, x)
+    assert distance.cdist(x.astype(np.float32), x.astype(np.float32))[0, 1] == pytest.approx(10.25 ** 0.5)
+    with pytest.raises(TypeError):
+        sl.expm(x)
+    assert sl.inv(x).dtype == np.float64 and sl.inv(x.astype(np.float16)).dtype == np.float32
+
+
+def test_numcodecs_text_codecs_cannot_decode_kind_v():
+    """numcodecs' JSON and MsgPack codecs encode a bfloat16 array with dtype.str '<V2' and fail
+    to decode it (TypeError): write succeeds, read fails. float32 round-trips (README,
+    "Differences from float16 that remain")."""
+    numcodecs = pytest.importorskip("numcodecs", reason="numcodecs not installed")
+    x = np.array([1.5, -2.0], bfloat16)
+    for codec in (numcodecs.JSON(), numcodecs.MsgPack()):
+        with pytest.raises(TypeError):
+            codec.decode(codec.encode(x))
+        back = codec.decode(codec.encode(x.astype(np.float32)))
+        assert np.asarray(back, np.float32).tolist() == [1.5, -2.0]
+
+
+def test_pandas_3_refuses_bfloat16_in_more_places():
+    """pandas refuses a float assigned into a bfloat16 Series, a Series constructed with
+    dtype=bfloat16, and concat of frames holding a bfloat16 and an object column
+    (NotImplementedError without a message), where float16 works (README, "Differences from
+    float16 that remain")."""
+    pd = pytest.importorskip("pandas", reason="pandas not installed")
+    if int(pd.__version__.split(".")[0]) < 3:
+        pytest.skip("checked with pandas 3")
+    s = pd.Series(np.array([1.5, 2.5], bfloat16))
+    with pytest.raises(TypeError):
+        s[0] = 9.5
+    with pytest.raises(NotImplementedError):
+        pd.Series([1.5], dtype=bfloat16)
+    df = pd.DataFrame({"x": np.array([1.5, 2.5], bfloat16), "o": ["a", "b"]})
+    with pytest.raises(NotImplementedError):
+        pd.concat([df, df])
+    f = df.astype({"x": np.float32})
+    assert pd.concat([f, f])["x"].tolist() == [1.5, 2.5, 1.5, 2.5]
