@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import decimal
 import functools
+import sys
 
 import numpy as np
 
@@ -109,11 +110,51 @@ def _wrap_dragon4(original, scalar_type, scientific):
     return dragon4
 
 
+def _integer_width(arrayprint, values, legacy_113, **kwargs):
+    """The widest integer part of ``values`` printed positionally with ``kwargs``."""
+    parts = (arrayprint.dragon4_positional(x, fractional=True, **kwargs).split(".")[0]
+             for x in values)
+    return max(len(p.lstrip("-+")) if legacy_113 else len(p) for p in parts)
+
+
+def _match_widths(fmt, data, options, arrayprint):
+    """NumPy sizes the integer part with the shortest digits (min_digits unset), then prints with
+    min_digits set, which gives the stored value's digits where the shortest ones round up to a
+    power of ten a bfloat16 cannot hold: 9984, 99840 and 999424 were measured as 10000., 100000.
+    and 1000000., printed one digit narrower, and every element of the array gained a space
+    (positional printing: NumPy 2.0-2.2 by default, legacy <= "2.2" on later ones;
+    tests/test_printing.py::test_no_stray_space_before_values_below_a_power_of_ten)."""
+    if getattr(fmt, "exp_format", True) or getattr(fmt, "pad_left", None) is None:
+        return fmt
+    finite = data[np.isfinite(data)].ravel()
+    if not np.any(np.abs(finite.astype(np.float32)) >= 9984):
+        return fmt
+    fixed = options.get("floatmode") == "fixed"
+    sign = fmt.sign == "+"
+    legacy_113 = getattr(fmt, "_legacy", sys.maxsize) <= 113
+    measured = _integer_width(arrayprint, finite, legacy_113, precision=options.get("precision"),
+                              unique=not fixed, trim="k" if fixed else ".", sign=sign)
+    printed = _integer_width(arrayprint, finite, legacy_113, precision=fmt.precision,
+                             min_digits=fmt.min_digits, unique=fmt.unique, trim=fmt.trim,
+                             sign=sign)
+    if measured > printed:
+        pad_left = fmt.pad_left - (measured - printed)
+        if data.size != finite.size:   # room for nan and inf, as NumPy makes it
+            offset = fmt.pad_right + 1
+            values = data.astype(np.float32)
+            neginf = fmt.sign != "-" or bool(np.any(values[np.isinf(values)] < 0))
+            pad_left = max(pad_left, len(options["nanstr"]) - offset,
+                           len(options["infstr"]) + neginf - offset)
+        fmt.pad_left = pad_left
+    return fmt
+
+
 def _wrap_format_function(original, scalar_type, arrayprint):
     @functools.wraps(original)
     def get_format_function(data, **options):
         if data.dtype.type is scalar_type:
-            return arrayprint._get_formatdict(data, **options)["float"]()
+            fmt = arrayprint._get_formatdict(data, **options)["float"]()
+            return _match_widths(fmt, data, options, arrayprint)
         return original(data, **options)
 
     get_format_function.__bfloat16_wrapped__ = original

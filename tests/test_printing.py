@@ -283,3 +283,30 @@ def test_text_ignores_the_c_locale(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+POSITIONAL_MODES = [False, "1.13", "1.21"] + (
+    ["2.2"] if NumpyVersion(np.__version__) >= "2.3.0" else [])
+
+
+@pytest.mark.parametrize("legacy", POSITIONAL_MODES)
+def test_no_stray_space_before_values_below_a_power_of_ten(legacy):
+    """9984, 99840 and 999424 have shortest digits 1e+04, 1e+05, 1e+06 (a power of ten bfloat16
+    cannot hold): NumPy sized the column with those and printed the stored value, one digit
+    narrower, so every element of the array gained a space ('array([ 99840.], ...)'). Printed
+    positionally (NumPy before 2.3 by default, legacy <= "2.2" later) the text is float32's,
+    which holds these values exactly, with the dtype name swapped."""
+    cases = [[99840.0], [-700.0, 3088.0, 99840.0, 152.0], [9984.0, np.nan, -np.inf],
+             [-9984.0, 16.0], [[99840.0, 200.0], [-300.0, 400.0]]]
+    with np.printoptions(legacy=legacy):
+        if "e+" in repr(bf([99840.0])):
+            pytest.skip("this NumPy prints these values in scientific notation")
+        for values in cases:
+            want = repr(np.array(values, np.float32)).replace("float32", "bfloat16")
+            assert repr(bf(values)) == want
+            assert np.array2string(bf(values), separator="|") == \
+                np.array2string(np.array(values, np.float32), separator="|")
+        for kwargs in ({"sign": " "}, {"nanstr": "notanumber"}, {"floatmode": "fixed"}):
+            with np.printoptions(**kwargs):
+                values = [99840.0, np.nan, 160.0]
+                assert str(bf(values)) == str(np.array(values, np.float32)), kwargs
