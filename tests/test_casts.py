@@ -457,6 +457,19 @@ def test_stringdtype_casts_like_float16(all_bits, all_values):
         assert np.isinf(np.array(["1e39"], dtype=S()).astype(BF).astype(np.float32)).all()
 
 
+def test_stringdtype_without_coercion_takes_bfloat16_scalars():
+    """StringDType(coerce=False) refuses NumPy's own scalars (they are types it knows, and its
+    setitem refuses non-strings) but takes a bfloat16 scalar: NumPy reads it as a bfloat16
+    array and casts, and a cast does not see `coerce` (an array's astype converts float16 too).
+    README, "Casts"."""
+    S = np.dtypes.StringDType(coerce=False)
+    with pytest.raises(ValueError, match="coercion"):
+        np.array([np.float16(1.5)], dtype=S)
+    assert np.array([bfloat16(1.5)], dtype=S).tolist() == ["1.5"]
+    assert np.array([1.5], np.float16).astype(S).tolist() == ["1.5"]
+    assert np.array([1.5], BF).astype(S).tolist() == ["1.5"]
+
+
 @pytest.mark.parametrize("target", ["U3", "S3", "U1", "U40", ">U5"])
 def test_bf16_to_narrow_text_truncates_like_float16(target):
     values = [0.5, -1.5, 0.25, 1e30, -np.inf]
