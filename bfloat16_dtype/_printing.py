@@ -21,6 +21,8 @@ import sys
 
 import numpy as np
 
+from ._ext import _shortest_str
+
 
 _SCIENTIFIC = np._core.multiarray.dragon4_scientific
 _EXACT = decimal.Context(prec=200)   # a bfloat16 has at most 93 significant digits, 39 integer ones
@@ -42,14 +44,15 @@ def _dragon4_args(x, scientific, kwargs):
     """The Dragon4 argument and options that print the scalar ``x`` as float16's are printed.
 
     Unique mode prints the shortest digits that round back to ``x``: those of the float64 of
-    ``str(x)`` (tests/test_scalar.py::test_str_shortest_round_trip_all_patterns). Where ``precision`` cuts them or ``min_digits`` asks for more, the
+    its shortest text, ``str(x)`` but under legacy="1.13"
+    (tests/test_scalar.py::test_str_shortest_round_trip_all_patterns). Where ``precision`` cuts them or ``min_digits`` asks for more, the
     digits are the stored value's, rounded once, with float16's rules for the zeros that
     remain (tests/test_printing.py::test_dragon4_emulation_matches_float16).
     """
     exact = float(x)
     if not kwargs.get("unique", True) or not np.isfinite(exact):
         return exact, kwargs
-    text = str(x)
+    text = _shortest_str(x)   # str(x) under legacy="1.13" prints "%.6g"
     shortest = float(text)
     if shortest == exact:
         return exact, kwargs

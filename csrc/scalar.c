@@ -8,6 +8,7 @@
 #include "interop/interop.h"
 #include <stdio.h>
 #include <strings.h>
+#include <string.h>
 #include <ctype.h>
 #include <fenv.h>
 #include <stdlib.h>
@@ -527,50 +528,131 @@ bf16_shortest_str(bf16_t bits)
     return s;
 }
 
+/* NumPy's print options as the scalar's str and repr read them, found once at import: the
+ * ContextVar holding the options dict (NumPy >= 2.1) or the module's dict (NumPy 2.0); both NULL:
+ * ask np.get_printoptions(), which costs about 1.7 us a call (array printing calls str for every
+ * element: 1000 elements 20.6 -> 27.4 ms that way). */
+static PyObject *print_options_var = NULL, *print_options_dict = NULL;
+
+static void
+find_print_options(void)
+{
+    PyObject *m = PyImport_ImportModule("numpy._core.printoptions");
+    if (m != NULL) {
+        print_options_var = PyObject_GetAttrString(m, "format_options");
+        Py_DECREF(m);
+        if (print_options_var != NULL && !PyContextVar_CheckExact(print_options_var)) {
+            Py_CLEAR(print_options_var);
+        }
+    }
+    PyErr_Clear();
+    if (print_options_var == NULL) {
+        m = PyImport_ImportModule("numpy._core.arrayprint");
+        if (m != NULL) {
+            print_options_dict = PyObject_GetAttrString(m, "_format_options");
+            Py_DECREF(m);
+            if (print_options_dict != NULL && !PyDict_Check(print_options_dict)) {
+                Py_CLEAR(print_options_dict);
+            }
+        }
+        PyErr_Clear();
+    }
+}
+
+/* The options dict in force (a new reference), or NULL without an exception. */
+static PyObject *
+current_print_options(void)
+{
+    PyObject *opts = NULL;
+    if (print_options_var != NULL) {
+        if (PyContextVar_Get(print_options_var, NULL, &opts) < 0) {
+            opts = NULL;
+        }
+    }
+    else if (print_options_dict != NULL) {
+        opts = print_options_dict;
+        Py_INCREF(opts);
+    }
+    else {
+        PyObject *np = PyImport_ImportModule("numpy");
+        if (np != NULL) {
+            opts = PyObject_CallMethod(np, "get_printoptions", NULL);
+            Py_DECREF(np);
+        }
+    }
+    if (opts != NULL && !PyDict_Check(opts)) {
+        Py_CLEAR(opts);
+    }
+    PyErr_Clear();
+    return opts;
+}
+
+/* The printoptions' legacy mode as it bears on scalars: 0 (NumPy 2's repr, bfloat16(1.5)),
+ * 1 ("1.21", "1.25": the bare value) or 113 ("1.13": the bare value with the digits NumPy
+ * 1.13 printed float16 with, below). NumPy keeps the mode as an integer (113, 121, 125, 201,
+ * 202, sys.maxsize for False); get_printoptions() gives it as text. */
 static int
 legacy_print_mode(void)
 {
-    /* numpy 2 prints scalars as np.float16(1.5); printoptions(legacy="1.25") prints 1.5 */
-    PyObject *np = PyImport_ImportModule("numpy");
-    if (np == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    PyObject *opts = PyObject_CallMethod(np, "get_printoptions", NULL);
-    Py_DECREF(np);
+    PyObject *opts = current_print_options();
     if (opts == NULL) {
-        PyErr_Clear();
         return 0;
     }
     PyObject *legacy = PyDict_GetItemString(opts, "legacy"); /* borrowed */
-    int is_legacy = legacy != NULL && legacy != Py_False && legacy != Py_None;
-    if (is_legacy && PyLong_Check(legacy)) {
+    int mode = 0;
+    if (legacy != NULL && PyLong_Check(legacy) && !PyBool_Check(legacy)) {
         long v = PyLong_AsLong(legacy);
-        is_legacy = v >= 0 && v <= 125;
+        mode = v == 113 ? 113 : v >= 0 && v <= 125 ? 1 : 0;
         PyErr_Clear();
     }
-    else if (is_legacy && PyUnicode_Check(legacy)) {
+    else if (legacy != NULL && PyUnicode_Check(legacy)) {
         /* "1.13", "1.21", "1.25" print the bare value; "2.1", "2.2" keep NumPy 2's repr
          * (tests/test_printing.py::test_scalar_repr_under_every_legacy_mode) */
         const char *v = PyUnicode_AsUTF8(legacy);
-        is_legacy = v != NULL && v[0] == '1' && v[1] == '.';
+        mode = v == NULL || v[0] != '1' || v[1] != '.' ? 0 : strcmp(v, "1.13") == 0 ? 113 : 1;
         PyErr_Clear();
     }
     Py_DECREF(opts);
-    return is_legacy;
+    return mode;
+}
+
+/* Under legacy="1.13": "%.{digits}g" of the value, with ".0" after a bare integer, as NumPy
+ * 1.13 printed float16 scalars (8 digits for repr, 6 for str: 3.140625 and 3.14062;
+ * tests/test_printing.py::test_scalar_digits_under_legacy_1_13). */
+static PyObject *
+bf16_legacy_113_str(bf16_t bits, int digits)
+{
+    char *text = PyOS_double_to_string(bf16_to_f64(bits), 'g', digits, 0, NULL);
+    if (text == NULL) {
+        return NULL;
+    }
+    size_t k = text[0] == '-' ? 1 : 0;
+    while (text[k] >= '0' && text[k] <= '9') {
+        k++;
+    }
+    PyObject *s = text[k] == '\0' ? PyUnicode_FromFormat("%s.0", text)
+                                   : PyUnicode_FromString(text);
+    PyMem_Free(text);
+    return s;
 }
 
 static PyObject *
 bf16_scalar_str(PyObject *self)
 {
-    return bf16_shortest_str(((PyBFloat16Object *)self)->value);
+    bf16_t bits = ((PyBFloat16Object *)self)->value;
+    return legacy_print_mode() == 113 ? bf16_legacy_113_str(bits, 6) : bf16_shortest_str(bits);
 }
 
 static PyObject *
 bf16_scalar_repr(PyObject *self)
 {
-    PyObject *s = bf16_scalar_str(self);
-    if (s == NULL || legacy_print_mode()) {
+    int mode = legacy_print_mode();
+    bf16_t bits = ((PyBFloat16Object *)self)->value;
+    if (mode == 113) {
+        return bf16_legacy_113_str(bits, 8);
+    }
+    PyObject *s = bf16_shortest_str(bits);
+    if (s == NULL || mode != 0) {
         return s;
     }
     PyObject *r = PyUnicode_FromFormat("bfloat16(%U)", s);
@@ -1056,9 +1138,23 @@ scalar_from_bits_py(PyObject *Py_UNUSED(mod), PyObject *arg)
     return bf16_scalar_from_bits((bf16_t)v);
 }
 
+/* A bfloat16 scalar's shortest digits whatever the print options (its str() follows
+ * legacy="1.13"), any other object's str(): the array printing wrapper's digits
+ * (bfloat16_dtype/_printing.py, which tests/test_printing.py also runs on float16 scalars). */
+static PyObject *
+shortest_str_py(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    if (!PyObject_TypeCheck(arg, &PyBFloat16_Type)) {
+        return PyObject_Str(arg);
+    }
+    return bf16_shortest_str(((PyBFloat16Object *)arg)->value);
+}
+
 static PyMethodDef scalar_module_methods[] = {
     {"_scalar_from_bits", scalar_from_bits_py, METH_O,
      "Build a bfloat16 scalar from its 16-bit pattern."},
+    {"_shortest_str", shortest_str_py, METH_O,
+     "The shortest digits that round back to a bfloat16 scalar, whatever the print options."},
     {NULL, NULL, 0, NULL}};
 
 int
@@ -1094,6 +1190,7 @@ init_scalar(PyObject *module)
     if (PyType_Ready(&PyBFloat16_Type) < 0) {
         return -1;
     }
+    find_print_options();
     Py_INCREF(&PyBFloat16_Type);
     if (PyModule_AddObject(module, "bfloat16", (PyObject *)&PyBFloat16_Type) < 0) {
         Py_DECREF(&PyBFloat16_Type);

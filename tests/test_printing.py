@@ -74,6 +74,30 @@ def test_scalar_repr_under_every_legacy_mode(mode):
         pytest.skip(f"NumPy {np.__version__} has no legacy={mode!r}: {e}")
 
 
+def test_scalar_digits_under_legacy_1_13():
+    """legacy="1.13" prints scalars as NumPy 1.13 printed float16: "%.8g" of the value for repr,
+    "%.6g" for str, ".0" after a bare integer (3.140625 and 3.14062, where the shortest digits
+    are 3.14); every bit pattern against that rule in Python's own formatting, and the values
+    both types hold against float16's text."""
+    import re
+    bits = np.arange(65536, dtype=np.uint32)
+    values = (bits << 16).view(np.float32)
+    scalars = np.arange(65536, dtype=np.uint16).view(bfloat16)
+
+    def legacy(v, digits):
+        text = f"%.{digits}g" % v
+        return text + ".0" if re.fullmatch(r"-?[0-9]+", text) else text
+
+    with np.printoptions(legacy="1.13"):
+        for k in range(0, 65536, 7):                          # every 7th pattern: all kinds
+            v = float(values[k])
+            assert repr(scalars[k]) == legacy(v, 8), hex(k)
+            assert str(scalars[k]) == legacy(v, 6), hex(k)
+        for v in (1.5, 100.0, 3.140625, -0.0, 0.30078125, np.inf, -np.inf, np.nan, 2.0**-14):
+            assert repr(bfloat16(v)) == repr(np.float16(v)) and str(bfloat16(v)) == str(np.float16(v))
+    assert str(bfloat16(3.140625)) == "3.14"                    # the shortest digits again
+
+
 def test_fixed_mode_prints_the_exact_value():
     """floatmode='fixed' prints the stored value: bfloat16(0.3) is 0.30078125."""
     assert np.array2string(bf([0.1, 0.3]), floatmode="fixed", precision=3) == "[0.100 0.301]"
