@@ -273,6 +273,41 @@ def test_str_shortest_round_trip_all_patterns(all_bits):
                 assert fraction_to_bits(cand) != (b & 0x7FFF), (hex(b), s, cand)
 
 
+_THREADED_STR = """
+import sys, threading
+import numpy as np
+from bfloat16_dtype import bfloat16
+values = np.arange(65536, dtype=np.uint16).view(bfloat16)
+out = [None] * 4
+start = threading.Barrier(4)
+def work(k):
+    order = range(65536) if k % 2 == 0 else range(65535, -1, -1)
+    start.wait()
+    got = {}
+    for i in order:
+        got[i] = str(values[i]) if k < 2 else values[i:i + 1].astype(str)[0]
+    out[k] = [got[i] for i in range(65536)]
+threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert out[0] == out[1] == out[2] == out[3]
+sys.stdout.write("\\n".join(out[0]))
+"""
+
+
+def test_str_from_threads_agrees(all_bits):
+    """The shortest digits are kept by bit pattern once found (csrc/scalar.c): in a fresh process
+    four threads print every pattern at once, in both orders, through str() and astype(str);
+    all agree with each other and with this process's str() (whose digits
+    test_str_shortest_round_trip_all_patterns checks against exact fractions)."""
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-c", _THREADED_STR], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n") == [str(v) for v in all_bits.view(bfloat16)]
+
+
 @pytest.mark.skipif(NumpyVersion(np.__version__) < "2.3.0",
                     reason="NumPy < 2.3 prints float16 scalars positionally up to 1e16; bfloat16 "
                     "scalars print the same on every NumPy (test_str_examples)")
