@@ -1061,6 +1061,44 @@ class _FloatRunsAnAt(float):
         return float.__float__(self)
 
 
+def test_greenlets_switching_inside_reductions():
+    """Two greenlets on one thread, each in a reduction of object inputs into a byte-swapped
+    output wider than NumPy's 8192-element buffer, switch to each other from an input's
+    __float__, so that the first resumes and ends before the second: both sums are 6.0 in every
+    column (256 + 1.5 - 256 in float32, four times). The first one's outputs past the buffer's
+    first turn had lost their float32 values to the second (7.0), what its casts had parked
+    having gone with the inner call's state; each reduction now keeps its own."""
+    greenlet = pytest.importorskip("greenlet", reason="greenlet not installed")
+    lets, results = {}, {}
+
+    class Switching:
+        def __init__(self, v, to=None):
+            self.v, self.to = v, to
+
+        def __float__(self):
+            if self.to:
+                to, self.to = self.to, None
+                lets[to].switch()
+            return float(self.v)
+
+    def reduce(name, cols, switch_at, to):
+        v = np.empty((12, cols), np.float32)
+        v[0::3], v[1::3], v[2::3] = 256, 1.5, -256
+        o = np.empty(v.shape, object)
+        for i, x in enumerate(v.ravel().tolist()):
+            o.flat[i] = Switching(x)
+        o.flat[switch_at].to = to
+        out = np.zeros(cols, BF16.newbyteorder())
+        np.add.reduce(o, axis=0, dtype=bfloat16, out=out)
+        results[name] = np.unique(np.asarray(out, np.float32)).tolist()
+
+    lets["A"] = greenlet.greenlet(lambda: reduce("A", 12000, 60000, "B"))
+    lets["B"] = greenlet.greenlet(lambda: reduce("B", 11000, 40000, "A"))
+    lets["A"].switch()
+    lets["B"].switch()
+    assert results == {"A": [6.0], "B": [6.0]}
+
+
 @pytest.mark.parametrize("inner", [_FloatRunsAReduction, _FloatRunsAnAt])
 def test_reduction_inside_a_cast_of_a_buffered_reduction(inner):
     """An object input whose __float__ runs a bfloat16 call of its own (a reduction, a 2-d

@@ -218,6 +218,7 @@ struct Park {
 struct Shadow {
     NpyAuxData base;
     bool reduction = false;      /* known to be a reduction: the window may grow large */
+    Park park;                   /* what the casts parked while this was active_reduction */
     char *lo = nullptr;          /* window covers [lo, lo + 2 * value.size()) */
     FloatWindow value;           /* one float32 per 2-byte slot of the window */
     char *seen_lo = nullptr, *seen_hi = nullptr; /* output bytes written before `reduction` */
@@ -237,19 +238,26 @@ struct Shadow {
     uintptr_t key_lo = UINTPTR_MAX, key_hi = 0;
     bool key_parities = false;
     bool busy = false;           /* the thread's own Shadow, handed out for a call */
+    uint64_t generation = 0;     /* calls this Shadow was handed out for */
+    uint64_t serial = 0;         /* the call in hand's generation (0: not handed out) */
     /* A call that began inside a reduction's call on this thread (Python code run by a cast,
-     * e.g. an object input's __float__): the outer reduction and what its casts had parked,
-     * put back when this call ends (tests/test_reductions.py::
-     * test_reduction_inside_a_cast_of_a_buffered_reduction). */
+     * e.g. an object input's __float__): the outer reduction, made active again when this call
+     * ends if it is still running (tests/test_reductions.py::
+     * test_reduction_inside_a_cast_of_a_buffered_reduction). Each reduction keeps its own
+     * park, so that an outer call that resumes before the inner one ends (a greenlet switch
+     * inside __float__) finds its values (::test_greenlets_switching_inside_reductions). */
     bool nested = false;
     Shadow *outer_active = nullptr;
-    Park outer_park;
+    uint64_t outer_serial = 0;
+    /* inner calls that may make this one active again: a Shadow of its own (not the thread's)
+     * released while they run is deleted by the last of them */
+    int holders = 0;
+    bool dead = false;
 };
 
 /* The reduction in flight on this thread (its Shadow is a reduction's), set by its loop calls,
- * cleared when its Shadow is released; and what its casts parked. */
+ * cleared when its Shadow is released. */
 static thread_local Shadow *active_reduction = nullptr;
-static thread_local Park parked;
 
 /* The float32 values of the targets an add.at/multiply.at call updates (acc_indexed_loop):
  * a dense window over an index range, else a table of the indices. */
@@ -304,7 +312,7 @@ static const size_t shadow_probe_slots = (size_t)1 << 12;
  * test_call_inside_a_call_keeps_its_own_shadow).
  */
 static void
-park_clear()
+park_clear(Park &parked)
 {
     parked.lo = 0;
     FloatWindow().swap(parked.value);
@@ -330,19 +338,34 @@ shadow_key_added(Shadow *m, uintptr_t k)
     m->key_hi = std::max(m->key_hi, k);
 }
 
+/* The end of a call made inside another's (see Shadow::nested). */
+static __attribute__((noinline)) void
+forget_nested(Shadow *m)
+{
+    Shadow *outer = m->outer_active;
+    if (active_reduction == nullptr && outer->serial == m->outer_serial) {
+        active_reduction = outer; /* still running: the call it was made from */
+    }
+    if (--outer->holders == 0 && outer->dead) {
+        delete outer;
+    }
+    m->outer_active = nullptr;
+    m->outer_serial = 0;
+    m->nested = false;
+}
+
 static void
 forget_if_active(Shadow *m)
 {
+    m->serial = 0;
     if (active_reduction == m) {
         active_reduction = nullptr;
-        park_clear();
     }
-    if (m->nested) {
-        park_clear();
-        std::swap(parked, m->outer_park);
-        active_reduction = m->outer_active;
-        m->outer_active = nullptr;
-        m->nested = false;
+    if (__builtin_expect(!m->park.value.empty(), 0)) {
+        park_clear(m->park);
+    }
+    if (__builtin_expect(m->nested, 0)) {
+        forget_nested(m);
     }
     if (at_call.owner == m) {
         at_call.context = nullptr;
@@ -356,8 +379,13 @@ forget_if_active(Shadow *m)
 static void
 shadow_delete(NpyAuxData *aux)
 {
-    forget_if_active(reinterpret_cast<Shadow *>(aux));
-    delete reinterpret_cast<Shadow *>(aux);
+    Shadow *m = reinterpret_cast<Shadow *>(aux);
+    forget_if_active(m);
+    if (m->holders > 0) {
+        m->dead = true; /* an inner call still refers to it */
+        return;
+    }
+    delete m;
 }
 
 /* The thread's Shadow back to its state between calls. */
@@ -415,7 +443,11 @@ shadow_clone(NpyAuxData *aux)
     m->busy = false;
     m->nested = false; /* the original puts the outer reduction back */
     m->outer_active = nullptr;
-    m->outer_park = Park();
+    m->outer_serial = 0;
+    m->serial = 0;
+    m->park = Park();
+    m->holders = 0;
+    m->dead = false;
     return reinterpret_cast<NpyAuxData *>(shadow_init(m, m->reduction, shadow_delete));
 }
 
@@ -708,7 +740,7 @@ shadow_follow_copy(Shadow *m, char *o, npy_intp so, npy_intp n_out)
 
 /* Make the park cover bytes [first, last]; false when too large or out of memory. */
 static bool
-park_cover(uintptr_t first, uintptr_t last)
+park_cover(Park &parked, uintptr_t first, uintptr_t last)
 {
     uintptr_t lo = parked.lo, hi = lo + parked.value.size();
     if (!parked.value.empty() && first >= lo && last < hi) {
@@ -751,6 +783,7 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
     if (m == nullptr || n <= 0 || (m->value.empty() && m->table.count == 0)) {
         return;
     }
+    Park &parked = m->park;
     /* where the reduction keeps the float32 value of the output at p, if it keeps one */
     auto kept = [m](const char *p) -> float * {
         if (m->by_address) {
@@ -768,8 +801,8 @@ bf16_reduction_cast(const char *src, npy_intp ss, int src_bf16, char *dst, npy_i
             }
             if (!ready) {
                 uintptr_t a = (uintptr_t)dst, b = (uintptr_t)(dst + (n - 1) * ds);
-                if (!park_cover(std::min(a, b), std::max(a, b))) {
-                    park_clear(); /* nothing parked is taken back: no stale value either */
+                if (!park_cover(parked, std::min(a, b), std::max(a, b))) {
+                    park_clear(parked); /* nothing parked is taken back: no stale value either */
                     break;
                 }
                 ready = true;
@@ -1037,11 +1070,13 @@ acc_get_loop(PyArrayMethod_Context *context, int, int, const npy_intp *strides,
         PyErr_NoMemory();
         return -1;
     }
+    m->serial = ++m->generation;
     if (active_reduction != nullptr) {
-        /* a call inside a reduction's call: the outer one waits in this Shadow */
+        /* a call inside a reduction's call: the outer one is made active again at its end */
         m->nested = true;
         m->outer_active = active_reduction;
-        std::swap(m->outer_park, parked);
+        m->outer_serial = active_reduction->serial;
+        active_reduction->holders++;
         active_reduction = nullptr;
     }
     if (at_call.values.started) {
