@@ -379,7 +379,7 @@ def load(file: "str | os.PathLike[str] | IO[bytes]", mmap_mode: str | None = Non
         start = f.tell()
         head = f.read(10)
         f.seek(start)
-        if head[:4] == b"PK\x03\x04":
+        if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):   # a zip, or an empty one (savez())
             with zipfile.ZipFile(f) as zf:
                 return {name[:-4] if name.endswith(".npy") else name:
                         _load_npy(_pyio.BytesIO(zf.read(name)), None) for name in zf.namelist()}

@@ -90,8 +90,16 @@ def round(x: Any, decimals: int = 0, out: Optional[np.ndarray] = None):
         raise TypeError(f"decimals must be an integer, got {decimals!r}") from None
     a = _as_bf16_input(x)
     a = a.astype(_exact_float(a))
-    if d < -308 and a.dtype == np.float64:  # 10**-d overflows: finite values round to a zero
-        return _finish(np.where(np.isfinite(a), np.copysign(0.0, a), a), out)
+    if d < -308:
+        # NumPy scales by 10**-d in float64, which overflows: values up to half of it round to a
+        # zero, larger ones (long double only) to 10**309 or more, inf in bfloat16 as they are
+        # (int64 and long double input had come back unrounded:
+        # tests/test_ufuncs.py::test_numerics_round_far_left_of_the_point_every_input_type)
+        t = a.dtype.type
+        with np.errstate(over="ignore"):
+            half = t(5) * t(10) ** (-d - 1)
+        zero = np.isfinite(a) & (np.abs(a) <= half)
+        return _finish(np.where(zero, np.copysign(t(0), a), a), out)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.round(a, d)
     # a value whose scaling overflows float64 has no digits to drop at that position, and

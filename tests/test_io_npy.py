@@ -83,6 +83,9 @@ def test_savez_mixed_arrays(tmp_path):
     assert got["arr_1"].tolist() == [0.0, 1.0]
     with pytest.raises(ValueError, match="arr_0"):
         io.savez(tmp_path / "clash.npz", x, arr_0=x)
+    io.savez(tmp_path / "empty.npz")               # no arrays: an empty zip, read as {}
+    empty = io.load(tmp_path / "empty.npz")
+    assert type(empty) is dict and empty == {} and len(np.load(tmp_path / "empty.npz").files) == 0
 
 
 def test_save_adds_the_extension_and_load_refuses_w_plus(tmp_path):

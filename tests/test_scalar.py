@@ -295,7 +295,7 @@ sys.stdout.write("\\n".join(out[0]))
 """
 
 
-def test_str_from_threads_agrees(all_bits):
+def test_str_from_threads_agrees(all_bits, tmp_path):
     """The shortest digits are kept by bit pattern once found (csrc/scalar.c): in a fresh process
     four threads print every pattern at once, in both orders, through str() and astype(str);
     all agree with each other and with this process's str() (whose digits
@@ -303,7 +303,7 @@ def test_str_from_threads_agrees(all_bits):
     import subprocess
     import sys
     run = subprocess.run([sys.executable, "-c", _THREADED_STR], capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, cwd=tmp_path)   # not the source tree: the installed package
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split("\n") == [str(v) for v in all_bits.view(bfloat16)]
 

@@ -623,6 +623,30 @@ def test_numerics_round_no_overflow_and_specials():
         numerics.round(big, 1.5)
 
 
+def test_numerics_round_far_left_of_the_point_every_input_type():
+    """decimals below -308 (NumPy's float64 scale 10**-d overflows): every finite input up to
+    half of 10**-d rounds to a zero of its sign, whatever its type (int64, uint64 and long double
+    input, which numerics.round keeps exact, had come back unrounded: 123 for round(123, -309));
+    inf and NaN stay; a long double beyond that rounds to 10**309 or more, inf in bfloat16."""
+    for dtype in (np.float64, np.float32, np.int64, np.uint64, np.int32, np.longdouble, BF16):
+        x = np.array([123, 7, 0], dtype)
+        if np.dtype(dtype).kind != "u":
+            x = np.concatenate([x, np.array([-5, -0.0 if np.dtype(dtype).kind == "f" else 0], dtype)])
+        for d in (-309, -400, -5000):
+            got = numerics.round(x, d)
+            assert got.dtype == BF16 and not np.any(got.astype(np.float32)), (dtype, d, got)
+            want_sign = np.signbit(x.astype(np.float64))
+            assert np.array_equal(np.signbit(got.astype(np.float32)), want_sign), (dtype, d)
+    special = np.array([np.inf, -np.inf, np.nan], np.longdouble)
+    got = numerics.round(special, -309).astype(np.float32)
+    assert got[0] == np.inf and got[1] == -np.inf and np.isnan(got[2])
+    if np.finfo(np.longdouble).maxexp > 1024:                  # x86's 80-bit long double
+        huge = np.array([np.longdouble("1e400")])
+        with pytest.warns(RuntimeWarning, match="overflow"):
+            assert np.isinf(numerics.round(huge, -309).astype(np.float32)[0])
+        assert numerics.round(huge, -5000).astype(np.float32)[0] == 0
+
+
 # ---- floating-point exceptions, as float16 reports them ------------------------------------
 
 F16_MAX, BF16_MAX = 65504.0, float(np.uint16(MAX_BITS).view(BF16))
