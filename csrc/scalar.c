@@ -560,28 +560,29 @@ bf16_shortest_str(bf16_t bits)
  * element: 1000 elements 20.6 -> 27.4 ms that way). */
 static PyObject *print_options_var = NULL, *print_options_dict = NULL;
 
+/* module.name (a new reference), or NULL with no exception set. */
+static PyObject *
+module_attribute(const char *module, const char *name)
+{
+    PyObject *m = PyImport_ImportModule(module);
+    PyObject *v = m == NULL ? NULL : PyObject_GetAttrString(m, name);
+    Py_XDECREF(m);
+    PyErr_Clear();
+    return v;
+}
+
 static void
 find_print_options(void)
 {
-    PyObject *m = PyImport_ImportModule("numpy._core.printoptions");
-    if (m != NULL) {
-        print_options_var = PyObject_GetAttrString(m, "format_options");
-        Py_DECREF(m);
-        if (print_options_var != NULL && !PyContextVar_CheckExact(print_options_var)) {
-            Py_CLEAR(print_options_var);
-        }
+    print_options_var = module_attribute("numpy._core.printoptions", "format_options");
+    if (print_options_var != NULL && !PyContextVar_CheckExact(print_options_var)) {
+        Py_CLEAR(print_options_var);
     }
-    PyErr_Clear();
     if (print_options_var == NULL) {
-        m = PyImport_ImportModule("numpy._core.arrayprint");
-        if (m != NULL) {
-            print_options_dict = PyObject_GetAttrString(m, "_format_options");
-            Py_DECREF(m);
-            if (print_options_dict != NULL && !PyDict_Check(print_options_dict)) {
-                Py_CLEAR(print_options_dict);
-            }
+        print_options_dict = module_attribute("numpy._core.arrayprint", "_format_options");
+        if (print_options_dict != NULL && !PyDict_Check(print_options_dict)) {
+            Py_CLEAR(print_options_dict);
         }
-        PyErr_Clear();
     }
 }
 
