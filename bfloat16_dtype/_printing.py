@@ -44,8 +44,8 @@ def _dragon4_args(x, scientific, kwargs):
     """The Dragon4 argument and options that print the scalar ``x`` as float16's are printed.
 
     Unique mode prints the shortest digits that round back to ``x``: those of the float64 of
-    its shortest text, ``str(x)`` but under legacy="1.13"
-    (tests/test_scalar.py::test_str_shortest_round_trip_all_patterns). Where ``precision`` cuts them or ``min_digits`` asks for more, the
+    its shortest text (``str(x)``, except under legacy="1.13";
+    tests/test_scalar.py::test_str_shortest_round_trip_all_patterns). Where ``precision`` cuts them or ``min_digits`` asks for more, the
     digits are the stored value's, rounded once, with float16's rules for the zeros that
     remain (tests/test_printing.py::test_dragon4_emulation_matches_float16).
     """

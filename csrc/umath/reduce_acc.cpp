@@ -559,12 +559,17 @@ shadow_get(Shadow *m, const char *p)
 /* The most table slots a call keeps values in by address: 2^24 (256 MiB, as the window). */
 static const int shadow_table_bits = 24;
 
+/* A reduction's window goes to the table past this many slots for each call so far
+ * (shadow_spread), and the table back to a window within half as many for each entry
+ * (shadow_table_to_window): apart, so that the two do not alternate. */
+static const size_t shadow_spread_slots = 16;
+
 /*
  * NumPy's ufunc.at on an n-d target (or with several index arrays, or slices) calls the loop
  * once per index, an in-place call of one element. Covering scattered elements, the window
  * would grow over every address between them (reallocated as it grows: 1,000 random updates of
  * a 6000x6000 array took 0.7-1.4 s). Once a one-element call lies so far from the window that
- * covering it would take more than 16 slots for each call so far (and more than
+ * covering it would take more than shadow_spread_slots for each call so far (and more than
  * shadow_probe_slots), the call keeps its values by address in a table instead, until the
  * table's addresses lie close enough for a window again (shadow_table_to_window); the window's
  * values move there (tests/test_reductions.py::
@@ -582,7 +587,7 @@ shadow_spread(const Shadow *m, const char *o)
     }
     uintptr_t lo = (uintptr_t)m->lo, hi = lo + 2 * m->value.size(), p = (uintptr_t)o;
     size_t want = (size_t)(std::max(p + 2, hi) - std::min(p, lo)) / 2;
-    return want > (m->reduction ? std::max(shadow_probe_slots, 16 * m->calls) : shadow_probe_slots);
+    return want > (m->reduction ? std::max(shadow_probe_slots, shadow_spread_slots * m->calls) : shadow_probe_slots);
 }
 
 static void
@@ -605,7 +610,8 @@ shadow_to_table(Shadow *m)
 
 /*
  * The table of a reduction about to grow (or, full, to start afresh and lose its values) gives
- * way to a window over the addresses it has held and p when that window takes at most 8 slots
+ * way to a window over the addresses it has held and p when that window takes at most
+ * shadow_spread_slots / 2 (8) slots
  * an entry (32 bytes, against the table's 32 to 64 grown at half full), half the spread that
  * sends a window to the table (shadow_spread), so the two do not alternate. At 2^23 entries
  * that allows shadow_max_slots: a full table of a range the window can cover is never cleared.
@@ -624,7 +630,7 @@ shadow_table_to_window(Shadow *m, const char *p)
         return false;
     }
     size_t span = (size_t)(hi - lo) / 2 + 1;
-    if (span > shadow_max_slots || span > 8 * (t.count + 1)) {
+    if (span > shadow_max_slots || span > shadow_spread_slots / 2 * (t.count + 1)) {
         return false;
     }
     try {
@@ -924,7 +930,7 @@ acc_loop(PyArrayMethod_Context *, char *const data[], npy_intp const dims[],
     }
     if (n == 1 && sa == 0 && so == 0 && a == o && shadow != nullptr && shadow->by_address &&
             (2 * (shadow->table.count + 1) <= shadow->table.slots.size() ||
-             !shadow_table_to_window(shadow, o))) {
+             !shadow_table_to_window(shadow, o))) { /* a full table may become a window first */
         /* NumPy's per-index ufunc.at once its values went into the table: what the branches
          * below come to, in fewer instructions, the target read before the table, so that the
          * core overlaps the cache misses of successive calls. With the table's first probe
