@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import decimal
 import functools
+import math
 import sys
 
 import numpy as np
@@ -50,17 +51,24 @@ def _dragon4_args(x, scientific, kwargs):
     remain (tests/test_printing.py::test_dragon4_emulation_matches_float16).
     """
     exact = float(x)
-    if not kwargs.get("unique", True) or not np.isfinite(exact):
+    if not kwargs.get("unique", True) or not math.isfinite(exact):
         return exact, kwargs
     text = _shortest_str(x)   # str(x) under legacy="1.13" prints "%.6g"
+    value, changes = _unique_choice(exact, text, scientific, kwargs.get("fractional", True),
+                                    kwargs.get("precision"), kwargs.get("min_digits"),
+                                    kwargs.get("trim", "k"))
+    return value, dict(kwargs, **changes) if changes else kwargs
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _unique_choice(exact, text, scientific, fractional, precision, min_digits, trim):
+    """_dragon4_args' choice for a finite value in unique mode: the float to print and the
+    options it changes. Kept per text and options: NumPy formats each element of an array
+    twice (it measures the columns, then prints), and arrays repeat values."""
     shortest = float(text)
     if shortest == exact:
-        return exact, kwargs
-    fractional = kwargs.get("fractional", True)
-    value = decimal.Decimal(exact)
+        return exact, {}
     have = _digit_count(decimal.Decimal(text), scientific, fractional)
-    precision = kwargs.get("precision")
-    min_digits = kwargs.get("min_digits")
     if precision is None or precision < 0 or (precision == 0 and not scientific
                                                and not fractional):
         precision = None   # significant digits: 0 means no cut, as for float16
@@ -70,6 +78,7 @@ def _dragon4_args(x, scientific, kwargs):
         # Cut (or precision=0 below min_digits): rounded once, half to even. A rounding up
         # drops the zeros its carry leaves (1.96 -> "2."), down to min_digits; otherwise the
         # digits are kept (1.04 -> "1.0"); zeros pad to min_digits (2e10 -> "2.0000e+10").
+        value = decimal.Decimal(exact)
         if scientific or not fractional:
             quantum = value.adjusted() - precision + (0 if scientific else 1)
         else:
@@ -78,18 +87,18 @@ def _dragon4_args(x, scientific, kwargs):
                                  rounding=decimal.ROUND_HALF_EVEN, context=_EXACT)
         if abs(rounded) > abs(value):
             # float16's zeros after a carry: padded to min_digits unless trim="-" takes them
-            pad = min_digits is not None and kwargs.get("trim", "k") != "-"
-            return float(rounded), dict(kwargs, min_digits=min_digits if pad else -1)
-        if min_digits is None or min_digits <= precision or kwargs.get("trim", "k") == "-":
-            return exact, dict(kwargs, unique=False, precision=precision, min_digits=-1)
+            pad = min_digits is not None and trim != "-"
+            return float(rounded), {"min_digits": min_digits if pad else -1}
+        if min_digits is None or min_digits <= precision or trim == "-":
+            return exact, {"unique": False, "precision": precision, "min_digits": -1}
         # precision=0 below min_digits: the rounded digit, then zeros
-        return float(rounded), dict(kwargs, unique=False, min_digits=-1, precision=min_digits)
+        return float(rounded), {"unique": False, "min_digits": -1, "precision": min_digits}
     if min_digits is not None and min_digits > have:
         # More digits: the stored value's, then zeros once they run out (-0.0078125 -> ...250).
-        if _digit_count(value, scientific, fractional) <= min_digits:
-            return exact, kwargs
-        return exact, dict(kwargs, unique=False, precision=min_digits, min_digits=-1)
-    return shortest, kwargs
+        if _digit_count(decimal.Decimal(exact), scientific, fractional) <= min_digits:
+            return exact, {}
+        return exact, {"unique": False, "precision": min_digits, "min_digits": -1}
+    return shortest, {}
 
 
 # The C functions' parameters after x, in order (numpy/_core/src/multiarray/multiarraymodule.c).
