@@ -411,6 +411,9 @@ def _import_dlpack(x: Any, unversioned_read_only: bool) -> np.ndarray:
         if not hasattr(x, "__dlpack__"):
             raise TypeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, "
                             f"got {type(x).__name__}")
+        is_deleted = getattr(x, "is_deleted", None)   # a JAX array after .delete()
+        if callable(is_deleted) and is_deleted() is True:
+            raise RuntimeError(f"from_dlpack: the {type(x).__name__} has been deleted")
         if hasattr(x, "__dlpack_device__"):
             dev = tuple(x.__dlpack_device__())
             if int(dev[0]) not in _HOST_DEVICES:
@@ -434,7 +437,8 @@ def to_torch(x: np.ndarray):
     """A ``torch.bfloat16`` tensor sharing the array's memory.
 
     A read-only array is copied (torch tensors are always writable), and so is an array with a
-    negative stride (torch has none; ``torch.from_dlpack`` aborts the process on one).
+    negative stride (torch has none; ``torch.from_dlpack`` refuses one, or aborted the process on
+    one with torch 2.13).
 
     >>> to_torch(np.ones(2, bfloat16))
     tensor([1., 1.], dtype=torch.bfloat16)

@@ -231,6 +231,14 @@ def test_import_contiguous_without_strides(versioned):
     assert p.deleted == 1
 
 
+def test_import_of_a_capsule_of_another_kind_names_it():
+    """A capsule that is not a DLPack tensor's is named in the error, not taken for a used one."""
+    box = ctypes.c_int(0)
+    other = PyCapsule_New(ctypes.addressof(box), b"foo", None)
+    with pytest.raises(ValueError, match=r"named 'foo'$"):
+        interop.from_dlpack(other)
+
+
 def test_import_read_only_flag_and_scalar():
     buf = np.array([0x4020], dtype=np.uint16)
     y = interop.from_dlpack(Producer(buf, shape=(), read_only=True).capsule())
@@ -242,10 +250,15 @@ def test_import_read_only_flag_and_scalar():
     (dict(code=2, bits=16), TypeError, "float16"),
     (dict(code=1, bits=16), TypeError, "uint16"),
     (dict(lanes=2), TypeError, "2 lanes"),
+    (dict(code=200), TypeError, r"an unknown type \(type code 200, 16 bits, 1 lane\)"),
     (dict(version=(2, 0)), BufferError, "version 2.0"),
+    # strides each within the limit whose reach from the first element overflows an address
+    (dict(shape=(3,), strides=(2**61,)), ValueError, "addressable"),
+    (dict(shape=(3, 3), strides=(2**60, -(2**60))), ValueError, "addressable"),
 ])
 def test_import_rejects_with_a_clear_error_and_leaves_the_tensor_to_its_owner(kwargs, exc, msg):
-    p = Producer(np.zeros(4, np.uint16), shape=(4,), **kwargs)
+    kwargs.setdefault("shape", (4,))
+    p = Producer(np.zeros(4, np.uint16), **kwargs)
     cap = p.capsule()
     with pytest.raises(exc, match=msg):
         interop.from_dlpack(cap)
@@ -464,6 +477,22 @@ def test_from_jax_stays_read_only():
             v.flags.writeable = True
     assert not isinstance(y.base, np.ndarray)
     assert np.asarray(a.astype(jnp.float32)).tolist() == [0, 1, 2, 3]
+
+
+def test_from_jax_of_a_deleted_array_says_so():
+    """A deleted JAX array: the error says it is deleted (JAX's __dlpack_device__ failed with a
+    TypeError about None first); an array imported before the delete stays valid."""
+    jax = pytest.importorskip("jax", reason="jax not installed (pip install jax)")
+    import jax.numpy as jnp
+    with jax.default_device(jax.devices("cpu")[0]):
+        a = jnp.arange(4, dtype=jnp.bfloat16)
+    kept = interop.from_jax(a)
+    a.delete()
+    with pytest.raises(RuntimeError, match="has been deleted"):
+        interop.from_jax(a)
+    with pytest.raises(RuntimeError, match="has been deleted"):
+        interop.from_dlpack(a)
+    assert kept.astype(np.float32).tolist() == [0, 1, 2, 3]
 
 
 @settings(max_examples=150, deadline=None)

@@ -101,6 +101,45 @@ def test_mixed_clip_runs_in_ours():
     assert r.dtype.type is bfloat16 and r.astype(np.float32).max() <= 1
 
 
+def test_dtype_of_theirs_on_our_arrays_refused_out_of_theirs_filled():
+    """dtype= ml_dtypes' bfloat16 (what "bfloat16" names once ml_dtypes is loaded) for a ufunc or
+    a reduction of our arrays: NumPy's no-loop TypeError (README "Interop"), never a result
+    computed in their loops; out= of theirs gets our result's bits; dtype= ours works."""
+    theirs = ml_dtypes.bfloat16
+    x = (np.arange(300, dtype=np.float32) / 7).astype(bfloat16)
+    for call in (lambda: x.sum(dtype="bfloat16"), lambda: np.add(x, x, dtype=theirs),
+                 lambda: np.sqrt(x, dtype=theirs), lambda: x.mean(dtype=theirs)):
+        with pytest.raises(TypeError, match="No loop matching the specified signature"):
+            call()
+    out = np.empty(300, theirs)
+    np.add(x, x, out=out)
+    assert np.array_equal(out.view(np.uint16), np.add(x, x).view(np.uint16))
+    assert x.sum(dtype=bfloat16) == x.sum() and x.sum().dtype.type is bfloat16
+
+
+def test_clip_mixing_both_bfloat16s_and_a_python_number():
+    """np.clip with ours, theirs (array or scalar) and a Python int or float as a bound gives
+    ours with the all-ours call's bits (the number weak, as beside two of ours); it gave
+    float32. (A number as the clipped array becomes a float64 array first, as for float16.)"""
+    abits, bbits = _finite_pair(4)
+    x, bound = abits.view(bfloat16), bbits.view(bfloat16)
+    theirs = ml_dtypes.bfloat16
+    for number in (1.5, -3, 0.1):
+        for p_ours, p_theirs in ((0, 1), (0, 2), (1, 0), (2, 0)):
+            args = [number] * 3
+            args[p_ours], args[p_theirs] = x, bound
+            want = np.clip(*args)
+            assert want.dtype.type is bfloat16
+            for other in (bound.astype(theirs), theirs(bound[0])):
+                mixed = list(args)
+                mixed[p_theirs] = other
+                r = np.clip(*mixed)
+                assert r.dtype.type is bfloat16, (number, p_ours, p_theirs)
+                ref = list(args)
+                ref[p_theirs] = bound if other.ndim else bound[0]
+                assert np.array_equal(r.view(np.uint16), np.clip(*ref).view(np.uint16))
+
+
 def test_scalars_of_theirs_keep_their_bits():
     """bfloat16(s), item assignment and np.array([s]) of ml_dtypes' scalars copy the bits, as the
     array cast does: signalling NaNs and payloads included (every pattern)."""

@@ -7,7 +7,9 @@
  */
 #include "interop.h"
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLROCMHost = 11, kDLCUDAManaged = 13 };
 enum { kDLBfloat = 4 };
@@ -232,11 +234,17 @@ imported_destructor(PyObject *capsule)
     }
 }
 
-static const char *
-dtype_name(DLDataType t)
+/* "float16", "int8", ...: the type's name with its bits, or "an unknown type" */
+static void
+dtype_name(DLDataType t, char *out, size_t size)
 {
     static const char *codes[] = {"int", "uint", "float", "opaque handle", "bfloat", "complex", "bool"};
-    return t.code < sizeof(codes) / sizeof(codes[0]) ? codes[t.code] : "unknown type code";
+    if (t.code < sizeof(codes) / sizeof(codes[0])) {
+        snprintf(out, size, "%s%d", codes[t.code], (int)t.bits);
+    }
+    else {
+        snprintf(out, size, "an unknown type");
+    }
 }
 
 /* Checks the tensor and wraps it in an ndarray whose base owns it. NULL with an error set. */
@@ -252,11 +260,13 @@ wrap_tensor(DLTensor *t, int read_only, PyObject *owner)
         return NULL;
     }
     if (t->dtype.code != kDLBfloat || t->dtype.bits != 16 || t->dtype.lanes != 1) {
+        char name[32];
+        dtype_name(t->dtype, name, sizeof name);
         PyErr_Format(PyExc_TypeError,
-                     "DLPack tensor has dtype %s%d (type code %d, %d bits, %d lanes), not bfloat16 "
+                     "DLPack tensor has dtype %s (type code %d, %d bits, %d lane%s), not bfloat16 "
                      "(code 4, 16 bits, 1 lane)",
-                     dtype_name(t->dtype), (int)t->dtype.bits, (int)t->dtype.code,
-                     (int)t->dtype.bits, (int)t->dtype.lanes);
+                     name, (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes,
+                     t->dtype.lanes == 1 ? "" : "s");
         return NULL;
     }
     if (t->ndim < 0 || t->ndim > NPY_MAXDIMS) {
@@ -298,6 +308,22 @@ wrap_tensor(DLTensor *t, int read_only, PyObject *owner)
                 return NULL;
             }
             step *= dims[i] > 0 ? dims[i] : 1;
+        }
+    }
+    /* the farthest element's distance from the first, in bytes, must be an npy_intp: strides
+     * each within the limit above can still overflow it together (NumPy would then index
+     * memory with wrapped offsets; tests/test_interop_dlpack.py::
+     * test_import_rejects_with_a_clear_error_and_leaves_the_tensor_to_its_owner) */
+    if (!empty) {
+        npy_intp extent = 0;
+        for (int i = 0; i < t->ndim; i++) {
+            npy_intp a = strides[i] < 0 ? -strides[i] : strides[i];
+            if (dims[i] > 1 && a > (NPY_MAX_INTP - extent) / (dims[i] - 1)) {
+                PyErr_Format(PyExc_ValueError, "DLPack tensor's strides reach past the addressable "
+                             "memory (axis %d: extent %zd, stride %zd bytes)", i, dims[i], strides[i]);
+                return NULL;
+            }
+            extent += dims[i] > 1 ? a * (dims[i] - 1) : 0;
         }
     }
     if (t->data == NULL && !empty) {
@@ -351,7 +377,7 @@ bf16_dlpack_import(PyObject *NPY_UNUSED(self), PyObject *args)
         PyErr_Format(PyExc_ValueError,
                      "expected a DLPack capsule named 'dltensor' or 'dltensor_versioned', got %R%s%s%s",
                      (PyObject *)Py_TYPE(capsule), name ? " named '" : "", name ? name : "",
-                     name ? "' (already consumed?)" : "");
+                     name ? (strncmp(name, "used_", 5) == 0 ? "' (already consumed)" : "'") : "");
         return NULL;
     }
     void *p = PyCapsule_GetPointer(capsule, versioned ? NAME_V : NAME);

@@ -158,6 +158,26 @@ bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
                 return NULL;
             }
         }
+        /* np.clip with one bound a Python number: ours, theirs and the number in any order
+         * (the number is weak, as beside two of ours; it gave float32;
+         * tests/test_interop_mldtypes.py::test_clip_mixing_both_bfloat16s_and_a_python_number) */
+        PyArray_DTypeMeta *numbers[2] = {&PyArray_PyLongDType, &PyArray_PyFloatDType};
+        for (int k = 0; nin == 3 && k < 2; k++) {
+            for (int p_ours = 0; p_ours < 3; p_ours++) {
+                for (int p_theirs = 0; p_theirs < 3; p_theirs++) {
+                    if (p_theirs == p_ours) {
+                        continue;
+                    }
+                    PyArray_DTypeMeta *ins[3] = {numbers[k], numbers[k], numbers[k]};
+                    ins[p_ours] = ours;
+                    ins[p_theirs] = theirs;
+                    if (add_mixed_promoter(u, ins) < 0) {
+                        Py_DECREF(seq);
+                        return NULL;
+                    }
+                }
+            }
+        }
     }
     Py_DECREF(seq);
     mixed_promoters_done = 1;
