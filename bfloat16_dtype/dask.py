@@ -34,6 +34,12 @@ _F32 = np.dtype(np.float32)
 
 def _as_dask(x: Any, name: str) -> da.Array:
     arr = x if isinstance(x, da.Array) else da.asarray(x)
+    if isinstance(arr._meta, np.ma.MaskedArray):
+        # the chunks' masks would be dropped, the masked values counted
+        # (tests/test_dask.py::test_masked_arrays_are_refused)
+        raise TypeError(f"{name} is a masked dask array: these functions would ignore its mask; "
+                        f"use its own methods ({name}.sum(), {name}.mean()) or "
+                        f"da.ma.filled({name}, ...)")
     if arr.dtype.type is bfloat16 and not arr.dtype.isnative:
         arr = arr.astype(_BF16)          # byte-swapped: NumPy's own functions take it too
     elif _is_ml_bfloat16(arr.dtype):
@@ -100,7 +106,9 @@ def matmul(a: Any, b: Any, *, out_dtype=None, split_every: int | None = None) ->
     b = _as_dask(b, "b")
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"matmul needs 2-D arrays, got shapes {a.shape} and {b.shape}")
-    if a.shape[1] != b.shape[0]:
+    if a.shape[1] != b.shape[0] and not (math.isnan(a.shape[1]) and math.isnan(b.shape[0])):
+        # unknown k (both operands picked by one boolean mask): dask aligns the blocks, and
+        # raises at compute if they differ (tests/test_dask.py::test_matmul_of_unknown_k)
         raise ValueError(f"matmul: shapes {a.shape} and {b.shape} do not align (k={a.shape[1]} vs {b.shape[0]})")
     target = _out_dtype(out_dtype)
     if b.chunks[0] != a.chunks[1]:
@@ -125,9 +133,12 @@ def _chunk_sum(x: np.ndarray, axis=None, keepdims=False, **kwargs) -> np.ndarray
 
 
 def _sum_f32(x: da.Array, axis, keepdims: bool, split_every) -> da.Array:
+    # meta of the result's dimensions (it had the input's: da.stack of such sums failed;
+    # tests/test_dask.py::test_float32_results_have_their_own_dimensions)
+    ndim = x.ndim if keepdims else x.ndim - len(axis)
     return da.reduction(x, _chunk_sum, _chunk_sum, combine=_chunk_sum, axis=axis,
                         keepdims=keepdims, dtype=_F32, split_every=split_every,
-                        concatenate=True, meta=np.empty((0,) * x.ndim, _F32))
+                        concatenate=True, meta=np.empty((0,) * ndim, _F32))
 
 
 def _divide(total: np.ndarray, count: np.ndarray):

@@ -502,9 +502,20 @@ def _define_zarr_dtype() -> None:
                 return "-Infinity" if bits & 0x8000 else "Infinity"
             return float(np.array(bits, np.uint16).view(_DTYPE).astype(np.float64))
 
+    # Importable as bfloat16_dtype.io._ZarrBFloat16 (the module's __getattr__ below), so that
+    # pickle refers to it by name: a zarr array of bfloat16 goes to dask's process workers and
+    # distributed clusters (tests/test_io_zarr.py::test_zarr_arrays_pickle_into_another_process)
+    BFloat16.__qualname__ = BFloat16.__name__ = "_ZarrBFloat16"
+    BFloat16.__module__ = __name__
     data_type_registry.register(BFloat16._zarr_v3_name, BFloat16)
     _compare_bfloat16_chunks_by_bits()
     _zarr_cls = BFloat16
+
+
+def __getattr__(name: str):
+    if name == "_ZarrBFloat16":     # the zarr data type, defined once zarr is needed
+        return register_zarr_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _compare_bfloat16_chunks_by_bits() -> None:
@@ -512,7 +523,8 @@ def _compare_bfloat16_chunks_by_bits() -> None:
     fill by their bits (so a chunk of -0.0 is written), but any dtype of kind 'V' by value, so
     a bfloat16 chunk of -0.0 under the fill 0 was never written and read back as +0.0. A
     bfloat16 chunk is compared by its bits: left out only when its bits are the fill value's
-    (tests/test_io_zarr.py::test_chunks_of_the_other_zero_or_another_nan_are_written). Every
+    (tests/test_io_zarr.py::test_chunks_of_the_other_zero_or_another_nan_are_written, in
+    either byte order). Every
     buffer class that defines its own all_equal gets the comparison (zarr 3.4's CPU buffer
     overrides the base class's)."""
     from zarr.core.buffer.core import NDBuffer
@@ -537,7 +549,9 @@ def _compare_bfloat16_chunks_by_bits() -> None:
 def _bits_all_equal(by_value):
     def all_equal(self, other, equal_nan=True):
         data = self._data
-        if other is not None and isinstance(data, np.ndarray) and data.dtype == _DTYPE:
+        if other is not None and isinstance(data, np.ndarray) and data.dtype.type is bfloat16:
+            if not data.dtype.isnative:    # a byte-swapped chunk compares by its bits too
+                data = data.astype(_DTYPE)
             fill = np.asarray(other, _DTYPE).view(np.uint16)
             return bool((data.view(np.uint16) == fill).all())
         return by_value(self, other, equal_nan)

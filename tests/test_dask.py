@@ -170,6 +170,54 @@ def test_argument_errors():
     assert np.isnan(float(bfd.mean(da.ones((0, 3), dtype=bfloat16, chunks=2)).compute()))
 
 
+def test_masked_arrays_are_refused():
+    """A masked dask array (da.ma) is refused, as numerics.sum/mean refuse np.ma arrays: the
+    chunks' masks were dropped and the masked values summed (55 for 15)."""
+    x = da.from_array(np.arange(1, 11, dtype=np.float32).astype(bfloat16), chunks=4)
+    masked = da.ma.masked_greater(x, 5)
+    for call in (bfd.sum, bfd.mean, lambda m: bfd.matmul(m[None, :], m[:, None])):
+        with pytest.raises(TypeError, match="masked dask array"):
+            call(masked)
+    assert float(masked.sum().compute()) == 15.0
+
+
+def test_float32_results_have_their_own_dimensions():
+    """out_dtype=np.float32 sums carry metadata of the result's dimensions (they had the
+    input's, and da.stack of two such sums raised IndexError)."""
+    x = da.ones((4, 6), dtype=bfloat16, chunks=(3, 4))
+    for axis, keepdims in ((None, False), (0, False), ((0, 1), True), (1, True)):
+        for f in (bfd.sum, bfd.mean):
+            s = f(x, axis=axis, keepdims=keepdims, out_dtype=np.float32)
+            assert s._meta.ndim == s.ndim and s.dtype == np.float32
+            stacked = da.stack([s, s]).compute()
+            assert stacked.shape == (2,) + s.shape and stacked.dtype == np.float32
+
+
+def test_matmul_of_unknown_k():
+    """Operands picked by one boolean mask have an unknown k (nan): the product runs as dask's
+    own does (it was refused: "do not align (k=nan vs nan)"), float32 sums rounded once."""
+    bits = reference_round(np.arange(24, dtype=np.float32).reshape(6, 4))
+    x = da.from_array(bits.view(bfloat16), chunks=(4, 3))
+    picked = x[x[:, 0].astype(np.float32) > 5]
+    assert np.isnan(picked.shape[0])
+    rows = exact_f32(bits)[exact_f32(bits)[:, 0] > 5].astype(np.float64)
+    for split_every in (None, 2):
+        got = bfd.matmul(picked.T, picked, split_every=split_every).compute()
+        assert np.array_equal(got.view(np.uint16), round_once(rows.T @ rows))
+
+
+def test_npy_stack_chunks_come_back_as_v2_and_view_back(tmp_path):
+    """da.to_npy_stack saves chunks with np.save (|V2 for this dtype, README "Files"):
+    da.from_npy_stack's chunks are |V2 under a bfloat16 dtype; a view per chunk restores them."""
+    bits = np.arange(0x3F00, 0x3F0A, dtype=np.uint16)
+    da.to_npy_stack(str(tmp_path / "s"), da.from_array(bits.view(bfloat16), chunks=4))
+    back = da.from_npy_stack(str(tmp_path / "s"))
+    assert back.dtype == np.dtype(bfloat16) and back.compute().dtype == np.dtype("V2")
+    fixed = back.map_blocks(lambda b: b.view(bfloat16), dtype=bfloat16).compute()
+    assert fixed.dtype == np.dtype(bfloat16) and fixed.view(np.uint16).tolist() == bits.tolist()
+    assert (tmp_path / "s" / "0.npy").exists()
+
+
 def test_axis_takes_what_has_index():
     """A 0-d integer array or np.int64 is an axis, as for np.sum (a 0-d array was refused)."""
     bits = reference_round(np.arange(12, dtype=np.float32).reshape(3, 4))

@@ -67,25 +67,51 @@ def test_fill_values(tmp_path, zdtype, fill, json_value, bits):
     del z
 
 
+@pytest.mark.parametrize("order", ["=", ">"])
 @pytest.mark.parametrize("fill, chunk", [(0.0, -0.0), (-0.0, 0.0), (float("nan"), 0xFFC1),
                                          (1.5, 1.5)])
-def test_chunks_of_the_other_zero_or_another_nan_are_written(tmp_path, zdtype, fill, chunk):
+def test_chunks_of_the_other_zero_or_another_nan_are_written(tmp_path, zdtype, fill, chunk, order):
     """zarr leaves out a chunk equal to the fill value: a chunk whose bits differ from the
     fill's (-0.0 under 0, a NaN of another payload) is written and reads back as it was;
-    one with the fill's bits reads back the same either way."""
+    one with the fill's bits reads back the same either way. Big-endian arrays too (their
+    -0.0 chunks were compared by value and left out)."""
     x = np.array([1.0, 2.0, 3.0, 4.0], np.float32).astype(bfloat16)
     if isinstance(chunk, int):
         x[2:] = np.array(chunk, np.uint16).view(bfloat16)
     else:
         x[2:] = chunk
-    z = zarr.create_array(str(tmp_path / "z.zarr"), shape=(4,), chunks=(2,), dtype=bfloat16,
+    dt = np.dtype(bfloat16).newbyteorder(order)
+    z = zarr.create_array(str(tmp_path / "z.zarr"), shape=(4,), chunks=(2,), dtype=dt,
                           fill_value=fill)
-    z[:] = x
-    r = zarr.open_array(str(tmp_path / "z.zarr"))[:]
+    z[:] = x.astype(dt)
+    r = zarr.open_array(str(tmp_path / "z.zarr"))[:].astype(bfloat16)
     assert r.view(np.uint16).tolist() == x.view(np.uint16).tolist()
     written = sorted(p.name for p in (tmp_path / "z.zarr" / "c").iterdir())
     same = x[2:].view(np.uint16)[0] == np.array(fill, np.float32).astype(bfloat16).view(np.uint16)
     assert written == (["0"] if same else ["0", "1"])
+
+
+_UNPICKLE_SCRIPT = r"""
+import pickle, sys
+import numpy as np
+z = pickle.loads(sys.stdin.buffer.read())      # bfloat16_dtype and zarr not yet imported
+print(z.dtype, z[:].view(np.uint16).tolist())
+"""
+
+
+def test_zarr_arrays_pickle_into_another_process(tmp_path, zdtype):
+    """A zarr array of bfloat16 pickles with its data type by name (dask's process scheduler and
+    distributed workers receive it so; the class was local to a function and failed there), and
+    unpickles in a fresh interpreter that has imported neither package."""
+    import pickle
+    z = zarr.create_array(str(tmp_path / "p.zarr"), shape=(3,), chunks=(2,), dtype=bfloat16)
+    z[:] = np.array([1.5, -0.0, 3.0], np.float32).astype(bfloat16)
+    blob = pickle.dumps(z)
+    assert pickle.loads(blob).metadata.data_type is not None
+    proc = subprocess.run([sys.executable, "-c", _UNPICKLE_SCRIPT], input=blob,
+                          capture_output=True, timeout=120, cwd=TESTS_DIR)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    assert proc.stdout.decode().split() == ["bfloat16", "[16320,", "32768,", "16448]"]
 
 
 def test_nan_payload_fill_value_json(zdtype):
