@@ -85,6 +85,24 @@ def _ufuncs_to_mix() -> list[np.ufunc]:
     return out
 
 
+def _ufuncs_with_our_outputs() -> list[np.ufunc]:
+    """The ufuncs (not gufuncs) whose loop on this package's bfloat16 gives only bfloat16, each
+    resolved once here, which puts that loop into the ufunc's list for the wrapping loops of
+    _ext._register_output_loops."""
+    out = []
+    for name in dir(np):
+        u = getattr(np, name)
+        if not isinstance(u, np.ufunc) or u.signature is not None or u in out:
+            continue
+        try:
+            dtypes = u.resolve_dtypes((_DTYPE,) * u.nin + (None,) * u.nout)
+        except TypeError:
+            continue
+        if all(d == _DTYPE for d in dtypes):
+            out.append(u)
+    return out
+
+
 def register_ml_dtypes() -> bool:
     """Register the casts (both ways) and mixed-ufunc promoters with ml_dtypes' bfloat16.
 
@@ -110,6 +128,8 @@ def register_ml_dtypes() -> bool:
         theirs = np.dtype(ml_dtypes.bfloat16)
         _ext._register_bit_casts(theirs)
         _ext._register_mixed_promoters(theirs, _ufuncs_to_mix())
+        # dtype="bfloat16" (theirs, from here on) for our arrays runs our loops
+        _ext._register_output_loops(theirs, _ufuncs_with_our_outputs())
         for name in _ML_NARROW_TYPES:     # float8 & co.: casts through float32, both ways
             narrow = getattr(ml_dtypes, name, None)
             if narrow is not None:

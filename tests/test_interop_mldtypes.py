@@ -101,20 +101,45 @@ def test_mixed_clip_runs_in_ours():
     assert r.dtype.type is bfloat16 and r.astype(np.float32).max() <= 1
 
 
-def test_dtype_of_theirs_on_our_arrays_refused_out_of_theirs_filled():
-    """dtype= ml_dtypes' bfloat16 (what "bfloat16" names once ml_dtypes is loaded) for a ufunc or
-    a reduction of our arrays: NumPy's no-loop TypeError (README "Interop"), never a result
-    computed in their loops; out= of theirs gets our result's bits; dtype= ours works."""
+def test_dtype_of_theirs_runs_our_loops():
+    """dtype= ml_dtypes' bfloat16 (what "bfloat16" names once ml_dtypes is loaded) for ufuncs
+    and reductions of our arrays: our loops run (the bits of the call without dtype=, sums
+    accumulated in float32, the overflow warning) and the result is theirs; it was NumPy's
+    "No loop matching" TypeError. accumulate and reduceat with it stay a TypeError."""
     theirs = ml_dtypes.bfloat16
-    x = (np.arange(300, dtype=np.float32) / 7).astype(bfloat16)
-    for call in (lambda: x.sum(dtype="bfloat16"), lambda: np.add(x, x, dtype=theirs),
-                 lambda: np.sqrt(x, dtype=theirs), lambda: x.mean(dtype=theirs)):
-        with pytest.raises(TypeError, match="No loop matching the specified signature"):
+    abits, bbits = _finite_pair(5)
+    x, y = abits.view(bfloat16), bbits.view(bfloat16)
+    for op in (np.add, np.subtract, np.multiply, np.divide, np.maximum, np.power, np.arctan2):
+        with np.errstate(all="ignore"):
+            want = op(x, y).view(np.uint16)
+            for a, b in ((x, y), (x.astype(theirs), y), (x, y.astype(theirs))):
+                r = op(a, b, dtype=theirs)
+                assert r.dtype == np.dtype(theirs), op
+                assert np.array_equal(r.view(np.uint16), want), op
+    for op in (np.sqrt, np.exp, np.negative, np.tanh):
+        with np.errstate(all="ignore"):
+            r = op(x, dtype=theirs)
+        assert r.dtype == np.dtype(theirs) and np.array_equal(r.view(np.uint16),
+                                                              op(x).view(np.uint16))
+    q, m = np.divmod(x, y, dtype=theirs)
+    assert q.dtype == m.dtype == np.dtype(theirs)
+    assert np.array_equal(m.view(np.uint16), np.remainder(x, y).view(np.uint16))
+    ones = np.ones(3000, bfloat16)     # float32 accumulation: 3000, where theirs stalls at 256
+    for total in (ones.sum(dtype="bfloat16"), np.add.reduce(ones, dtype=theirs)):
+        assert type(total) is theirs and float(total) == 3008.0
+    assert float(np.ones(3000, theirs).sum()) == 256.0
+    assert type(ones.mean(dtype=theirs)) is theirs and float(ones.mean(dtype=theirs)) == 1.0
+    rows = x.reshape(64, 64)
+    got = rows.sum(axis=1, dtype=theirs)
+    assert got.dtype == np.dtype(theirs) and np.array_equal(got.view(np.uint16),
+                                                            rows.sum(axis=1).view(np.uint16))
+    big = np.full(2, 3e38, np.float32).astype(bfloat16)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        np.add(big, big, dtype=theirs)
+    for call in (lambda: np.add.accumulate(x, dtype=theirs),
+                 lambda: np.add.reduceat(x, [0, 5], dtype=theirs)):
+        with pytest.raises(TypeError):
             call()
-    out = np.empty(300, theirs)
-    np.add(x, x, out=out)
-    assert np.array_equal(out.view(np.uint16), np.add(x, x).view(np.uint16))
-    assert x.sum(dtype=bfloat16) == x.sum() and x.sum().dtype.type is bfloat16
 
 
 def test_clip_mixing_both_bfloat16s_and_a_python_number():

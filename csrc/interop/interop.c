@@ -31,6 +31,8 @@ static PyMethodDef interop_methods[] = {
      "Register safe bit-copy casts both ways with another library's bfloat16 dtype."},
     {"_register_mixed_promoters", bf16_register_mixed_promoters, METH_VARARGS,
      "Make binary ufuncs mixing the two bfloat16 dtypes run in ours."},
+    {"_register_output_loops", bf16_register_output_loops, METH_VARARGS,
+     "Loops of our bfloat16 with outputs in the other library's bfloat16, wrapping ours."},
     {"_register_float32_casts", bf16_register_float32_casts, METH_O,
      "Register casts both ways with another library's narrow dtype, through float32."},
     {"_qualify_dtype_repr", qualify_dtype_repr, METH_NOARGS,

@@ -11,7 +11,8 @@
 extern "C" {
 #endif
 
-/* Adds _register_bit_casts, _register_mixed_promoters, _register_float32_casts,
+/* Adds _register_bit_casts, _register_mixed_promoters, _register_output_loops,
+ * _register_float32_casts,
  * _qualify_dtype_repr, _dlpack_export and _dlpack_import to the module. 0, or -1 with an error set. */
 int init_interop(PyObject *module);
 
@@ -23,6 +24,7 @@ int bf16_is_other_bfloat16(PyArray_DTypeMeta *dtype);
 
 PyObject *bf16_register_bit_casts(PyObject *self, PyObject *other_dtype);
 PyObject *bf16_register_mixed_promoters(PyObject *self, PyObject *args);
+PyObject *bf16_register_output_loops(PyObject *self, PyObject *args);
 PyObject *bf16_register_float32_casts(PyObject *self, PyObject *other_dtype);
 PyObject *bf16_dlpack_export(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *bf16_dlpack_import(PyObject *self, PyObject *args);

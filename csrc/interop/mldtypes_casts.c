@@ -185,6 +185,135 @@ bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
 }
 
 /*
+ * dtype= (or signature=) naming the other library's bfloat16 for a ufunc of our arrays: what
+ * "bfloat16" names once ml_dtypes is loaded (x.sum(dtype="bfloat16")). NumPy wants a loop whose
+ * outputs are of that DType, and found none ("No loop matching the specified signature"). Each
+ * such loop here wraps ours: the other type's operands enter as our descriptor (the same bits)
+ * and the outputs leave as theirs, so the values, the float32 accumulation of sums and the IEEE
+ * flags are our loop's (tests/test_interop_mldtypes.py::test_dtype_of_theirs_runs_our_loops).
+ */
+static PyArray_DTypeMeta *wrapped_theirs = NULL; /* set once, under the GIL, before any loop */
+
+static int
+theirs_to_ours(int nin, int nout, PyArray_DTypeMeta *const NPY_UNUSED(wrapped_dtypes[]),
+               PyArray_Descr *const given_descrs[], PyArray_Descr *new_descrs[])
+{
+    for (int i = 0; i < nin + nout; i++) {
+        PyArray_Descr *d = given_descrs[i];
+        if (d != NULL && NPY_DTYPE(d) == wrapped_theirs) {
+            /* our descriptor in the same byte order: a swapped operand stays swapped */
+            d = PyArray_ISNBO(d->byteorder) ? bf16_descr : PyArray_DescrNewByteorder(bf16_descr, NPY_SWAP);
+            if (d == NULL) {
+                for (int j = 0; j < i; j++) {
+                    Py_CLEAR(new_descrs[j]);
+                }
+                return -1;
+            }
+            if (d == bf16_descr) {
+                Py_INCREF(d);
+            }
+        }
+        else {
+            Py_XINCREF(d);
+        }
+        new_descrs[i] = d;
+    }
+    return 0;
+}
+
+static int
+ours_to_theirs(int nin, int nout, PyArray_DTypeMeta *const new_dtypes[],
+               PyArray_Descr *const NPY_UNUSED(given_descrs[]), PyArray_Descr *original_descrs[],
+               PyArray_Descr *loop_descrs[])
+{
+    for (int i = 0; i < nin + nout; i++) {
+        PyArray_Descr *d = original_descrs[i];
+        if (new_dtypes[i] == wrapped_theirs) {
+            PyArray_Descr *native = PyArray_DescrFromType(registered_type_num);
+            if (native == NULL) {
+                for (int j = 0; j < i; j++) {
+                    Py_CLEAR(loop_descrs[j]);
+                }
+                return -1;
+            }
+            if (PyArray_ISNBO(d->byteorder)) {
+                d = native;
+            }
+            else {
+                d = PyArray_DescrNewByteorder(native, NPY_SWAP);
+                Py_DECREF(native);
+                if (d == NULL) {
+                    for (int j = 0; j < i; j++) {
+                        Py_CLEAR(loop_descrs[j]);
+                    }
+                    return -1;
+                }
+            }
+        }
+        else {
+            Py_INCREF(d);
+        }
+        loop_descrs[i] = d;
+    }
+    return 0;
+}
+
+static int output_loops_done = 0; /* as mixed_promoters_done */
+
+/* _register_output_loops(dtype, ufuncs): for each ufunc whose loop on our bfloat16 gives our
+ * bfloat16 only, loops with the outputs in the other bfloat16 (and, for two inputs and one
+ * output, the reduction's (theirs, ours, theirs)), wrapping ours. Call after a resolve_dtypes of
+ * each (which puts the wrapped loop into the ufunc's list). */
+PyObject *
+bf16_register_output_loops(PyObject *NPY_UNUSED(self), PyObject *args)
+{
+    PyObject *obj, *ufuncs;
+    if (!PyArg_ParseTuple(args, "OO:_register_output_loops", &obj, &ufuncs)) {
+        return NULL;
+    }
+    if (!PyArray_DescrCheck(obj) || ((PyArray_Descr *)obj)->type_num != registered_type_num) {
+        PyErr_Format(PyExc_TypeError,
+                     "_register_output_loops needs the dtype passed to _register_bit_casts, got %R",
+                     obj);
+        return NULL;
+    }
+    if (output_loops_done) {
+        Py_RETURN_NONE;
+    }
+    PyArray_DTypeMeta *theirs = NPY_DTYPE((PyArray_Descr *)obj);
+    PyArray_DTypeMeta *ours = NPY_DTYPE(bf16_descr);
+    wrapped_theirs = theirs;
+    PyObject *seq = PySequence_Fast(ufuncs, "_register_output_loops needs a sequence of ufuncs");
+    if (seq == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *u = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck(u, &PyUFunc_Type) || ((PyUFuncObject *)u)->nargs > 4) {
+            PyErr_Format(PyExc_TypeError, "expected a ufunc of at most four operands, got %R", u);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        int nin = ((PyUFuncObject *)u)->nin, nargs = ((PyUFuncObject *)u)->nargs;
+        PyArray_DTypeMeta *wrapped[4], *outs[4], *reduce[4];
+        for (int k = 0; k < nargs; k++) {
+            wrapped[k] = ours;
+            outs[k] = k < nin ? ours : theirs;
+            reduce[k] = k == 1 ? ours : theirs;
+        }
+        if (PyUFunc_AddWrappingLoop(u, outs, wrapped, theirs_to_ours, ours_to_theirs) < 0 ||
+                (nin == 2 && nargs == 3 &&
+                 PyUFunc_AddWrappingLoop(u, reduce, wrapped, theirs_to_ours, ours_to_theirs) < 0)) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    output_loops_done = 1;
+    Py_RETURN_NONE;
+}
+
+/*
  * Casts with the other library's narrow formats (ml_dtypes' float8/float6/float4 and small
  * integers), both ways through float32: bfloat16 -> float32 is exact and the library's own
  * float32 -> T cast rounds once; T -> float32 is the library's (exact for every such format)
