@@ -140,6 +140,23 @@ def test_dtype_of_theirs_runs_our_loops():
                  lambda: np.add.reduceat(x, [0, 5], dtype=theirs)):
         with pytest.raises(TypeError):
             call()
+    # without dtype= every ufunc of ours still gives ours (the loops into theirs match an
+    # unspecified output too; NumPy keeps ours)
+    for name in dir(np):
+        f = getattr(np, name)
+        if not isinstance(f, np.ufunc) or f.signature is not None:
+            continue
+        outs = []
+        with np.errstate(all="ignore"):
+            try:
+                r = f(*([x[:8]] * f.nin))
+                outs += list(r) if isinstance(r, tuple) else [r]
+                if f.nin == 2 and f.nout == 1:
+                    outs.append(f.reduce(x[:8]))
+            except (TypeError, ValueError):    # no loop, or no reduction (not reorderable)
+                pass
+        for out in outs:
+            assert type(out) is not theirs and out.dtype != np.dtype(theirs), name
 
 
 def test_clip_mixing_both_bfloat16s_and_a_python_number():
