@@ -62,12 +62,17 @@ _DEVICE_NAMES = {2: "CUDA", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: 
                  12: "ext_dev", 14: "oneAPI", 15: "WebGPU", 16: "Hexagon", 17: "MAIA"}
 
 
-def _ufuncs_to_mix() -> list[np.ufunc]:
+def _numpy_ufuncs() -> list[np.ufunc]:
+    """NumPy's public ufuncs, each once (np.abs and np.absolute are one)."""
+    found = (getattr(np, name) for name in dir(np))
+    return list(dict.fromkeys(u for u in found if isinstance(u, np.ufunc)))
+
+
+def _ufuncs_to_mix(ufuncs: list[np.ufunc]) -> list[np.ufunc]:
     """The binary ufuncs with our loops, and np.clip (three inputs)."""
     out = []
-    for name in dir(np):
-        u = getattr(np, name)
-        if not isinstance(u, np.ufunc) or u.nin != 2 or u in out:
+    for u in ufuncs:
+        if u.nin != 2:
             continue
         if u.signature is not None:      # gufuncs: matmul, vecdot, matvec, vecmat
             try:
@@ -85,14 +90,13 @@ def _ufuncs_to_mix() -> list[np.ufunc]:
     return out
 
 
-def _ufuncs_with_our_outputs() -> list[np.ufunc]:
+def _ufuncs_with_our_outputs(ufuncs: list[np.ufunc]) -> list[np.ufunc]:
     """The ufuncs (not gufuncs) whose loop on this package's bfloat16 gives only bfloat16, each
     resolved once here, which puts that loop into the ufunc's list for the wrapping loops of
     _ext._register_output_loops."""
     out = []
-    for name in dir(np):
-        u = getattr(np, name)
-        if not isinstance(u, np.ufunc) or u.signature is not None or u in out:
+    for u in ufuncs:
+        if u.signature is not None:
             continue
         try:
             dtypes = u.resolve_dtypes((_DTYPE,) * u.nin + (None,) * u.nout)
@@ -127,9 +131,10 @@ def register_ml_dtypes() -> bool:
         _ext._qualify_dtype_repr()
         theirs = np.dtype(ml_dtypes.bfloat16)
         _ext._register_bit_casts(theirs)
-        _ext._register_mixed_promoters(theirs, _ufuncs_to_mix())
+        ufuncs = _numpy_ufuncs()
+        _ext._register_mixed_promoters(theirs, _ufuncs_to_mix(ufuncs))
         # dtype="bfloat16" (theirs, from here on) for our arrays runs our loops
-        _ext._register_output_loops(theirs, _ufuncs_with_our_outputs())
+        _ext._register_output_loops(theirs, _ufuncs_with_our_outputs(ufuncs))
         for name in _ML_NARROW_TYPES:     # float8 & co.: casts through float32, both ways
             narrow = getattr(ml_dtypes, name, None)
             if narrow is not None:

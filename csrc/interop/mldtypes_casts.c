@@ -62,6 +62,29 @@ bf16_register_bit_casts(PyObject *NPY_UNUSED(self), PyObject *obj)
     Py_RETURN_NONE;
 }
 
+/* The arguments (dtype, ufuncs) of _register_mixed_promoters and _register_output_loops: the
+ * dtype must be the one passed to _register_bit_casts. Sets *theirs to its DType and returns the
+ * ufuncs as a new fast sequence (or, when *done says the registration has already run, Py_None,
+ * new reference); NULL with an exception set on bad arguments. */
+static PyObject *
+parse_registration(PyObject *args, const char *name, int done, PyArray_DTypeMeta **theirs)
+{
+    PyObject *obj, *ufuncs;
+    if (!PyArg_UnpackTuple(args, name, 2, 2, &obj, &ufuncs)) {
+        return NULL;
+    }
+    if (!PyArray_DescrCheck(obj) || ((PyArray_Descr *)obj)->type_num != registered_type_num) {
+        PyErr_Format(PyExc_TypeError, "%s needs the dtype passed to _register_bit_casts, got %R",
+                     name, obj);
+        return NULL;
+    }
+    if (done) {
+        Py_RETURN_NONE;
+    }
+    *theirs = NPY_DTYPE((PyArray_Descr *)obj);
+    return PySequence_Fast(ufuncs, "expected a sequence of ufuncs");
+}
+
 /*
  * Mixed calls (ours, theirs) and (theirs, ours) of a binary ufunc: both inputs become our
  * bfloat16 (the cast is a bit copy) and our loop runs, whichever library was imported first.
@@ -120,25 +143,13 @@ static int mixed_promoters_done = 0;
 PyObject *
 bf16_register_mixed_promoters(PyObject *NPY_UNUSED(self), PyObject *args)
 {
-    PyObject *obj, *ufuncs;
-    if (!PyArg_ParseTuple(args, "OO:_register_mixed_promoters", &obj, &ufuncs)) {
-        return NULL;
+    PyArray_DTypeMeta *theirs = NULL;
+    PyObject *seq = parse_registration(args, "_register_mixed_promoters", mixed_promoters_done,
+                                       &theirs);
+    if (seq == NULL || seq == Py_None) {
+        return seq;
     }
-    if (!PyArray_DescrCheck(obj) || ((PyArray_Descr *)obj)->type_num != registered_type_num) {
-        PyErr_Format(PyExc_TypeError,
-                     "_register_mixed_promoters needs the dtype passed to _register_bit_casts, got %R",
-                     obj);
-        return NULL;
-    }
-    if (mixed_promoters_done) {
-        Py_RETURN_NONE;
-    }
-    PyArray_DTypeMeta *theirs = NPY_DTYPE((PyArray_Descr *)obj);
     PyArray_DTypeMeta *ours = NPY_DTYPE(bf16_descr);
-    PyObject *seq = PySequence_Fast(ufuncs, "_register_mixed_promoters needs a sequence of ufuncs");
-    if (seq == NULL) {
-        return NULL;
-    }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *u = PySequence_Fast_GET_ITEM(seq, i);
         int nin = PyObject_TypeCheck(u, &PyUFunc_Type) ? ((PyUFuncObject *)u)->nin : 0;
@@ -267,26 +278,13 @@ static int output_loops_done = 0; /* as mixed_promoters_done */
 PyObject *
 bf16_register_output_loops(PyObject *NPY_UNUSED(self), PyObject *args)
 {
-    PyObject *obj, *ufuncs;
-    if (!PyArg_ParseTuple(args, "OO:_register_output_loops", &obj, &ufuncs)) {
-        return NULL;
+    PyArray_DTypeMeta *theirs = NULL;
+    PyObject *seq = parse_registration(args, "_register_output_loops", output_loops_done, &theirs);
+    if (seq == NULL || seq == Py_None) {
+        return seq;
     }
-    if (!PyArray_DescrCheck(obj) || ((PyArray_Descr *)obj)->type_num != registered_type_num) {
-        PyErr_Format(PyExc_TypeError,
-                     "_register_output_loops needs the dtype passed to _register_bit_casts, got %R",
-                     obj);
-        return NULL;
-    }
-    if (output_loops_done) {
-        Py_RETURN_NONE;
-    }
-    PyArray_DTypeMeta *theirs = NPY_DTYPE((PyArray_Descr *)obj);
     PyArray_DTypeMeta *ours = NPY_DTYPE(bf16_descr);
     wrapped_theirs = theirs;
-    PyObject *seq = PySequence_Fast(ufuncs, "_register_output_loops needs a sequence of ufuncs");
-    if (seq == NULL) {
-        return NULL;
-    }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *u = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyObject_TypeCheck(u, &PyUFunc_Type) || ((PyUFuncObject *)u)->nargs > 4) {
