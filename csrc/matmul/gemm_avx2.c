@@ -18,14 +18,105 @@
  * Micro-kernel: 6 rows x 16 columns, 12 accumulators, one broadcast of A and two loads of B per k.
  * ---------------------------------------------------------------------------------------------- */
 
+/* Four k of the 6x16 block: A advances 96 bytes, B 256. */
+#define BG_AVX2_K4 \
+        "prefetcht0 384(%[a])\n\t" \
+        "vmovaps 0(%[b]), %%ymm12\n\t" \
+        "vmovaps 32(%[b]), %%ymm13\n\t" \
+        "vbroadcastss 0(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t" \
+        "vbroadcastss 4(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t" \
+        "vbroadcastss 8(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t" \
+        "vbroadcastss 12(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t" \
+        "vbroadcastss 16(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t" \
+        "vbroadcastss 20(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t" \
+        "vmovaps 64(%[b]), %%ymm12\n\t" \
+        "vmovaps 96(%[b]), %%ymm13\n\t" \
+        "vbroadcastss 24(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t" \
+        "vbroadcastss 28(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t" \
+        "vbroadcastss 32(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t" \
+        "vbroadcastss 36(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t" \
+        "vbroadcastss 40(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t" \
+        "vbroadcastss 44(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t" \
+        "vmovaps 128(%[b]), %%ymm12\n\t" \
+        "vmovaps 160(%[b]), %%ymm13\n\t" \
+        "vbroadcastss 48(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t" \
+        "vbroadcastss 52(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t" \
+        "vbroadcastss 56(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t" \
+        "vbroadcastss 60(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t" \
+        "vbroadcastss 64(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t" \
+        "vbroadcastss 68(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t" \
+        "vmovaps 192(%[b]), %%ymm12\n\t" \
+        "vmovaps 224(%[b]), %%ymm13\n\t" \
+        "vbroadcastss 72(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t" \
+        "vbroadcastss 76(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t" \
+        "vbroadcastss 80(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t" \
+        "vbroadcastss 84(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t" \
+        "vbroadcastss 88(%[a]), %%ymm14\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t" \
+        "vbroadcastss 92(%[a]), %%ymm15\n\t" \
+        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t" \
+        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t" \
+        "add $96, %[a]\n\t" \
+        "add $256, %[b]\n\t"
+
+#define BG_C_LEAD 8 /* steps of four k between the prefetch of C into L1 and its loads */
+
 #if defined(__x86_64__)
 /* x86-64: the loop is written in assembly so that the 12 accumulators, 2 B vectors and 2 A
  * broadcasts stay in the 16 ymm registers (compilers tend to spill here). */
 BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                                    int accumulate)
 {
-    for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+    for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T1);
     uint64_t k4 = (uint64_t)kc / 4, kr = (uint64_t)kc % 4;
+    uint64_t k4b = k4 < BG_C_LEAD ? k4 : BG_C_LEAD; /* the last k4b steps run after C's prefetch */
+    k4 -= k4b;
+    const float *t;
     int64_t ldc_bytes = ldc * 4;
     uint64_t acc = accumulate != 0;
     __asm__ volatile(
@@ -42,94 +133,40 @@ BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, f
         "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
         "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
         "test %[k4], %[k4]\n\t"
-        "jz 2f\n\t"
+        "jz 8f\n\t"
         ".p2align 5\n"
         "1:\n\t"
-        "prefetcht0 384(%[a])\n\t"
-        "vmovaps 0(%[b]), %%ymm12\n\t"
-        "vmovaps 32(%[b]), %%ymm13\n\t"
-        "vbroadcastss 0(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
-        "vbroadcastss 4(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
-        "vbroadcastss 8(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
-        "vbroadcastss 12(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
-        "vbroadcastss 16(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
-        "vbroadcastss 20(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
-        "vmovaps 64(%[b]), %%ymm12\n\t"
-        "vmovaps 96(%[b]), %%ymm13\n\t"
-        "vbroadcastss 24(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
-        "vbroadcastss 28(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
-        "vbroadcastss 32(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
-        "vbroadcastss 36(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
-        "vbroadcastss 40(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
-        "vbroadcastss 44(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
-        "vmovaps 128(%[b]), %%ymm12\n\t"
-        "vmovaps 160(%[b]), %%ymm13\n\t"
-        "vbroadcastss 48(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
-        "vbroadcastss 52(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
-        "vbroadcastss 56(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
-        "vbroadcastss 60(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
-        "vbroadcastss 64(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
-        "vbroadcastss 68(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
-        "vmovaps 192(%[b]), %%ymm12\n\t"
-        "vmovaps 224(%[b]), %%ymm13\n\t"
-        "vbroadcastss 72(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm1\n\t"
-        "vbroadcastss 76(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm2\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm3\n\t"
-        "vbroadcastss 80(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm5\n\t"
-        "vbroadcastss 84(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm6\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
-        "vbroadcastss 88(%[a]), %%ymm14\n\t"
-        "vfmadd231ps %%ymm12, %%ymm14, %%ymm8\n\t"
-        "vfmadd231ps %%ymm13, %%ymm14, %%ymm9\n\t"
-        "vbroadcastss 92(%[a]), %%ymm15\n\t"
-        "vfmadd231ps %%ymm12, %%ymm15, %%ymm10\n\t"
-        "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
-        "add $96, %[a]\n\t"
-        "add $256, %[b]\n\t"
+        BG_AVX2_K4
         "dec %[k4]\n\t"
         "jnz 1b\n"
+        "8:\n\t"
+        /* the C block into L1 now, 32 k before its loads: a prefetch at the start is often
+         * evicted again while A and B stream through (C rows 4 KiB apart share an L1 set) */
+        "mov %[c], %[t]\n\t"
+        "prefetcht0 (%[t])\n\t"
+        "prefetcht0 60(%[t])\n\t"
+        "add %[ldc], %[t]\n\t"
+        "prefetcht0 (%[t])\n\t"
+        "prefetcht0 60(%[t])\n\t"
+        "add %[ldc], %[t]\n\t"
+        "prefetcht0 (%[t])\n\t"
+        "prefetcht0 60(%[t])\n\t"
+        "add %[ldc], %[t]\n\t"
+        "prefetcht0 (%[t])\n\t"
+        "prefetcht0 60(%[t])\n\t"
+        "add %[ldc], %[t]\n\t"
+        "prefetcht0 (%[t])\n\t"
+        "prefetcht0 60(%[t])\n\t"
+        "add %[ldc], %[t]\n\t"
+        "prefetcht0 (%[t])\n\t"
+        "prefetcht0 60(%[t])\n\t"
+        "test %[k4b], %[k4b]\n\t"
+        "jz 2f\n\t"
+        ".p2align 5\n"
+        "7:\n\t"
+        BG_AVX2_K4
+        "dec %[k4b]\n\t"
+        "jnz 7b\n"
         "2:\n\t"
         "test %[kr], %[kr]\n\t"
         "jz 4f\n"
@@ -211,7 +248,7 @@ BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, f
         "vmovups %%ymm11, 32(%[c])\n\t"
         "6:\n\t"
         "vzeroupper\n\t"
-        : [a] "+r"(a), [b] "+r"(b), [c] "+r"(c), [k4] "+r"(k4), [kr] "+r"(kr)
+        : [a] "+r"(a), [b] "+r"(b), [c] "+r"(c), [k4] "+r"(k4), [k4b] "+r"(k4b), [kr] "+r"(kr), [t] "=&r"(t)
         : [ldc] "r"(ldc_bytes), [acc] "r"(acc)
         : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
           "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
