@@ -309,14 +309,13 @@ bf16_sort_stable(void *start, npy_intp num, void *NPY_UNUSED(arr))
     return 0;
 }
 
+/* NumPy calls this without the GIL: on a failed allocation it returns -1 with no exception
+ * set, and NumPy raises MemoryError once it holds the GIL again (a PyErr_NoMemory here crashed;
+ * tests/test_kernels_sort.py::test_argsort_out_of_memory_raises_memory_error) */
 static int
 bf16_argsort(void *vv, npy_intp *tosort, npy_intp n, void *NPY_UNUSED(arr))
 {
-    if (bf16_argsort_stable(vv, (int64_t *)tosort, (ptrdiff_t)n) < 0) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
+    return bf16_argsort_stable(vv, (int64_t *)tosort, (ptrdiff_t)n) < 0 ? -1 : 0;
 }
 
 static PyArray_ArrFuncs bf16_arrfuncs;

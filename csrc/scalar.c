@@ -104,7 +104,10 @@ bf16_from_pylong(PyObject *obj, bf16_t *out)
     PyErr_Clear();
     /* Wider than 64 bits: keep the top 64 bits plus a sticky bit, then round once. */
     int neg = overflow < 0;
-    PyObject *mag = neg ? PyNumber_Negative(obj) : (Py_INCREF(obj), obj);
+    /* |obj| through int's own slot: an exact int, so the shifts and the comparison below are
+     * int's, never an int subclass's operators (those gave wrong values, a ValueError and a
+     * crash: tests/test_conversions.py::test_int_subclasses_convert_by_their_value) */
+    PyObject *mag = PyLong_Type.tp_as_number->nb_absolute(obj);
     if (mag == NULL) {
         return -1;
     }

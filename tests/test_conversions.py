@@ -355,6 +355,42 @@ def test_huge_python_ints_match_exact_rounding(i):
     assert bfloat16(i).bits == fraction_to_bits(Fraction(i))
 
 
+class _HostileInt(int):
+    """An int whose operators lie: a conversion must use the int's value, never these."""
+
+    def __neg__(self):
+        return 1e300
+
+    def __abs__(self):
+        return 5
+
+    def __rshift__(self, other):
+        return 0
+
+    def __lshift__(self, other):
+        return 0
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+
+@pytest.mark.parametrize("value", [3, -3, 2**70 + 2**40 + 1, -(2**70) - 2**62 - 1, 2**63, 2**64 + 1,
+                                   511 * 2**119, -(2**200)])
+def test_int_subclasses_convert_by_their_value(value):
+    """bfloat16(x), setitem and an object array's cast of an int subclass wider than 64 bits
+    took the subclass's shifts and negation (128.0 for 2**70, a ValueError, a crash)."""
+    expected = fraction_to_bits(Fraction(value))
+    x = _HostileInt(value)
+    assert bfloat16(x).bits == expected
+    a = np.zeros(2, bfloat16)
+    a[1] = x
+    assert bits_of(a)[1] == expected
+    assert bits_of(np.array([x, 0], dtype=object).astype(bfloat16))[0] == expected
+    assert bits_of(np.array([x], dtype=bfloat16))[0] == expected
+
+
 def test_python_int_overflow_threshold():
     threshold = 511 * 2**119  # halfway between 0x7F7F and 2**128
     assert bfloat16(threshold - 1).bits == BF16_MAX

@@ -13,6 +13,11 @@ radix paths (stack buffer up to 2048).
 copies it to a buffer first, as for axis=0)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -164,3 +169,31 @@ def test_lexsort_is_numpy_float32_lexsort(out, key):
     network's word path for such positions, csrc/kernels/sort.c arg_net_n)."""
     f = exact_f32(INPUTS[key])
     np.testing.assert_array_equal(out[key + ":lexsort"], np.lexsort((f, f[..., ::-1])))
+
+
+def test_argsort_out_of_memory_raises_memory_error():
+    """NumPy runs the dtype's argsort without the GIL; when its work buffer (12 bytes an
+    element) cannot be allocated it returns the failure and NumPy raises MemoryError, as for
+    float16 (it set the exception itself there and crashed the interpreter)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("uses /proc and RLIMIT_AS")
+    code = textwrap.dedent("""
+        import resource, numpy as np, bfloat16_dtype as bd
+        n = 4_000_000
+        a = np.linspace(-1, 1, n, dtype=np.float32).astype(bd.bfloat16)
+        vm = [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmSize")][0]
+        # room for NumPy's index array (8 bytes an element) and a little more, not for the sort's
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 8 * n + (16 << 20), resource.RLIM_INFINITY))
+        for kind in ("stable", "quicksort"):
+            try:
+                np.argsort(a, kind=kind)
+                print(kind, "no error")
+            except MemoryError:
+                print(kind, "MemoryError")
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        print("after", np.array_equal(np.argsort(a[:1000], kind="stable"), np.arange(1000)))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["stable", "MemoryError", "quicksort", "MemoryError", "after", "True"], r.stdout

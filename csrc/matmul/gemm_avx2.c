@@ -112,6 +112,7 @@
 BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                                    int accumulate)
 {
+    /* C into L2 now, into L1 BG_C_LEAD steps before the end (matmul/README.md, "GEMM") */
     for (int i = 0; i < BG_MR; i++) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T1);
     uint64_t k4 = (uint64_t)kc / 4, kr = (uint64_t)kc % 4;
     uint64_t k4b = k4 < BG_C_LEAD ? k4 : BG_C_LEAD; /* the last k4b steps run after C's prefetch */
