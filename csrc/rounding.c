@@ -92,6 +92,11 @@ check_array(PyObject *obj, const char *name, int type_num, int writeable)
                      name, (PyObject *)PyArray_DESCR(arr), type_num);
         return -1;
     }
+    if (!PyArray_ISNOTSWAPPED(arr)) { /* the loops read and write native bits */
+        PyErr_Format(PyExc_ValueError, "_round_to_bf16: %s must be in native byte order, got %R",
+                     name, (PyObject *)PyArray_DESCR(arr));
+        return -1;
+    }
     if (!PyArray_IS_C_CONTIGUOUS(arr)) {
         PyErr_Format(PyExc_ValueError, "_round_to_bf16: %s must be C-contiguous", name);
         return -1;

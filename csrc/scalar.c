@@ -228,7 +228,39 @@ convert_object(PyObject *obj, bf16_t *out, int *src_inf)
         return 0;
     }
     if (PyArray_IsScalar(obj, Integer)) {
-        return bf16_from_index(obj, out);
+        /* the stored value, as np.float16 reads it: never a subclass's own __index__
+         * (tests/test_scalar.py::test_numpy_integer_subclasses_give_their_stored_value) */
+        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
+        if (d == NULL) {
+            return -1;
+        }
+        int num = d->type_num;
+        Py_DECREF(d);
+        union {
+            npy_byte b; npy_ubyte ub; npy_short s; npy_ushort us; npy_int i; npy_uint ui;
+            npy_long l; npy_ulong ul; npy_longlong ll; npy_ulonglong ull;
+        } v;
+        switch (num) {
+            case NPY_BYTE: case NPY_UBYTE: case NPY_SHORT: case NPY_USHORT: case NPY_INT:
+            case NPY_UINT: case NPY_LONG: case NPY_ULONG: case NPY_LONGLONG: case NPY_ULONGLONG:
+                PyArray_ScalarAsCtype(obj, &v);
+                break;
+            default:
+                return bf16_from_index(obj, out);
+        }
+        switch (num) {
+            case NPY_BYTE: *out = i64_to_bf16(v.b); break;
+            case NPY_UBYTE: *out = i64_to_bf16(v.ub); break;
+            case NPY_SHORT: *out = i64_to_bf16(v.s); break;
+            case NPY_USHORT: *out = i64_to_bf16(v.us); break;
+            case NPY_INT: *out = i64_to_bf16(v.i); break;
+            case NPY_UINT: *out = i64_to_bf16(v.ui); break;
+            case NPY_LONG: *out = i64_to_bf16(v.l); break;
+            case NPY_ULONG: *out = u64_to_bf16(v.ul); break;
+            case NPY_LONGLONG: *out = i64_to_bf16(v.ll); break;
+            default: *out = u64_to_bf16(v.ull); break;
+        }
+        return 0;
     }
     if (obj == Py_None) { /* NaN, as np.float16(None) and float16 arrays store it */
         *out = BF16_QNAN;
@@ -692,6 +724,16 @@ bf16_scalar_repr(PyObject *self)
 
 /* ---- construction and number protocol -------------------------------------------------- */
 
+/* Whether the exception in flight may be set aside for another way to read the object: an
+ * ordinary error, not an interrupt, an exit, a MemoryError or a RecursionError, which always
+ * propagate (tests/test_scalar.py::test_interrupts_from_array_likes_propagate). */
+static int
+error_may_be_set_aside(void)
+{
+    return PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError) &&
+           !PyErr_ExceptionMatches(PyExc_RecursionError);
+}
+
 static PyObject *
 bf16_scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -726,7 +768,7 @@ bf16_scalar_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             return PyArray_Return((PyArrayObject *)arr);
         }
         PyNumberMethods *nb = Py_TYPE(value)->tp_as_number;
-        if (nb == NULL || nb->nb_float == NULL) {
+        if (nb == NULL || nb->nb_float == NULL || !error_may_be_set_aside()) {
             return NULL;
         }
         PyErr_Clear();
@@ -971,6 +1013,8 @@ fast_pair(PyObject *a, PyObject *b, float *x, float *y)
 }
 
 /*
+ * 1 for an operand NumPy would make a 0-d object array, 0 for any other, -1 (an exception set)
+ * when reading it raised an interrupt or the like (error_may_be_set_aside).
  * NumPy 2.0-2.2's scalar operators hand an operand NumPy does not know (None, object(), a
  * Decimal: anything that becomes a 0-d object array) to the object ufunc loop, which calls the
  * operator on our scalar again, endlessly, until the stack overflows. As NumPy >= 2.3 does, the
@@ -990,6 +1034,9 @@ is_unknown_operand(PyObject *o)
     }
     PyObject *arr = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
     if (arr == NULL) {
+        if (!error_may_be_set_aside()) {
+            return -1;
+        }
         PyErr_Clear(); /* the generic path reports it */
         return 0;
     }
@@ -1007,7 +1054,9 @@ retry_on_float(PyObject *a, PyObject *b, binaryfunc op, int *done)
     PyObject *self = PyBFloat16_Check(a) ? a : b;
     PyObject *other = self == a ? b : a;
     *done = 0;
-    if (!is_unknown_operand(other)) {
+    int unknown = is_unknown_operand(other);
+    if (unknown <= 0) {
+        *done = unknown < 0; /* an interrupt or the like from the operand: raised */
         return NULL;
     }
     *done = 1;
@@ -1122,7 +1171,11 @@ bf16_richcompare(PyObject *a, PyObject *b, int op)
         PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
     }
     PyObject *self = PyBFloat16_Check(a) ? a : b;
-    if (is_unknown_operand(self == a ? b : a)) { /* see is_unknown_operand */
+    int unknown = is_unknown_operand(self == a ? b : a);
+    if (unknown < 0) {
+        return NULL;
+    }
+    if (unknown) { /* see is_unknown_operand */
         PyObject *f = PyFloat_FromDouble(bf16_to_f64(((PyBFloat16Object *)self)->value));
         if (f == NULL) {
             return NULL;

@@ -410,6 +410,11 @@ def test_kernel_checks_its_arguments():
         _ext._round_to_bf16(x, np.empty(4, np.uint16), 0, False, None)
     with pytest.raises(ValueError, match="elements"):
         _ext._round_to_bf16(x, np.empty(3, bfloat16), 0, False, None)
+    # byte-swapped arrays: the loops read and write native bits (they wrote wrong values)
+    with pytest.raises(ValueError, match="src must be in native byte order"):
+        _ext._round_to_bf16(x.astype(">f4"), dst, 0, False, None)
+    with pytest.raises(ValueError, match="dst must be in native byte order"):
+        _ext._round_to_bf16(x, np.empty(4, np.dtype(bfloat16).newbyteorder()), 0, False, None)
     with pytest.raises(ValueError, match="random bits"):
         _ext._round_to_bf16(x, dst, 2, False, None)
     with pytest.raises(TypeError, match="random"):

@@ -781,6 +781,77 @@ def test_constructor_takes_array_likes_like_float16(make, value):
     assert np.asarray(got, dtype=np.float32).tolist() == want.astype(np.float32).tolist()
 
 
+class _Interrupted(BaseException):
+    """Stands for KeyboardInterrupt/SystemExit: a BaseException that is not an Exception."""
+
+
+@pytest.mark.parametrize("error", [_Interrupted, KeyboardInterrupt, MemoryError, RecursionError])
+def test_interrupts_from_array_likes_propagate(error):
+    """An interrupt (or MemoryError, RecursionError) raised by an operand's __array__ reaches
+    the caller, as with np.float16: bfloat16(x) of an array-like that also has __float__ had
+    set it aside and returned the __float__ value; a scalar operator had set it aside too and
+    read the operand a second time."""
+
+    class Hostile:
+        calls = 0
+
+        def __array__(self, dtype=None, copy=None):
+            Hostile.calls += 1
+            raise error("from __array__")
+
+        def __float__(self):
+            return 1.5
+
+    with pytest.raises(error):
+        np.float16(Hostile())
+    with pytest.raises(error):
+        bfloat16(Hostile())
+    for op in (operator.add, operator.lt, operator.eq):
+        Hostile.calls = 0
+        with pytest.raises(error):
+            op(bfloat16(1), Hostile())
+        assert Hostile.calls == 1
+        Hostile.calls = 0
+        with pytest.raises(error):
+            op(Hostile(), bfloat16(1))
+        assert Hostile.calls == 1
+
+
+def test_array_likes_that_convert_themselves_still_do():
+    """An ordinary error from __array__ (a torch tensor that requires grad raises RuntimeError)
+    still falls back to the object's __float__."""
+
+    class SelfConverting:
+        def __array__(self, dtype=None, copy=None):
+            raise RuntimeError("cannot call numpy() here")
+
+        def __float__(self):
+            return 2.5
+
+    got = bfloat16(SelfConverting())
+    assert type(got) is bfloat16 and float(got) == 2.5
+
+
+@pytest.mark.parametrize("base", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                  np.int64, np.uint64, np.longlong, np.ulonglong])
+def test_numpy_integer_subclasses_give_their_stored_value(base):
+    """bfloat16(x) of a NumPy integer scalar subclass reads the stored value, as np.float16 and
+    every other entry point do, not the subclass's own __index__."""
+
+    class Lying(base):
+        def __index__(self):
+            return 9
+
+    value = int(np.iinfo(base).max)
+    want = fraction_to_bits(Fraction(value))
+    assert bfloat16(Lying(value)).bits == want
+    assert bfloat16(Lying(5)).bits == fraction_to_bits(Fraction(5))
+    assert float(np.float16(Lying(5))) == 5.0
+    a = np.zeros(1, bfloat16)
+    a[0] = Lying(5)
+    assert float(a[0]) == 5.0
+
+
 def test_constructor_reads_zero_d_arrays_like_float16():
     """bfloat16(0-d array) gives the stored value as np.float16 does: a masked element its data
     (no NaN), a complex one its real part with NumPy's ComplexWarning; a bfloat16 one its bits."""

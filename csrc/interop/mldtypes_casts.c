@@ -328,6 +328,7 @@ typedef struct {
     npy_intp elsize;
     PyArray_VectorUnaryFunc *from_f32; /* float32 -> T, the library's */
     PyArray_VectorUnaryFunc *to_f32;   /* T -> float32, the library's */
+    int registered;                    /* both casts registered with NumPy */
 } via_f32_entry;
 
 /* Filled under the GIL before the casts that read an entry are registered with NumPy. */
@@ -395,10 +396,14 @@ bf16_register_float32_casts(PyObject *NPY_UNUSED(self), PyObject *obj)
                      "_register_float32_casts needs another library's user-defined dtype, got %R", obj);
         return NULL;
     }
+    int slot = via_f32_count;
     for (int k = 0; k < via_f32_count; k++) {
-        if (via_f32[k].type_num == num) Py_RETURN_NONE;
+        if (via_f32[k].type_num == num) {
+            if (via_f32[k].registered) Py_RETURN_NONE;
+            slot = k; /* an earlier call failed midway: register again over its entry */
+        }
     }
-    if (via_f32_count == VIA_F32_MAX) {
+    if (slot == VIA_F32_MAX) {
         PyErr_SetString(PyExc_RuntimeError, "_register_float32_casts: too many dtypes");
         return NULL;
     }
@@ -422,11 +427,15 @@ bf16_register_float32_casts(PyObject *NPY_UNUSED(self), PyObject *obj)
         PyErr_Format(PyExc_TypeError, "%R has no casts of its own to and from float32", obj);
         return NULL;
     }
-    via_f32[via_f32_count] = (via_f32_entry){num, PyDataType_ELSIZE(other), from_f32, to_f32};
-    via_f32_count++;
+    /* the entry exists before either cast that reads it; it counts as done only once both are */
+    via_f32[slot] = (via_f32_entry){num, PyDataType_ELSIZE(other), from_f32, to_f32, 0};
+    if (slot == via_f32_count) {
+        via_f32_count++;
+    }
     if (PyArray_RegisterCastFunc(bf16_descr, num, bf16_to_narrow) < 0 ||
             PyArray_RegisterCastFunc(other, bf16_type_num, narrow_to_bf16) < 0) {
         return NULL;
     }
+    via_f32[slot].registered = 1;
     Py_RETURN_NONE;
 }
