@@ -105,6 +105,11 @@
         "add $256, %[b]\n\t"
 
 #define BG_C_LEAD 8 /* steps of four k between the prefetch of C into L1 and its loads */
+/* one row of the C block into L1 (both lines, should the row be unaligned), then the next row */
+#define BG_AVX2_PREFETCH_C_ROW \
+        "prefetcht0 (%[t])\n\t" \
+        "prefetcht0 60(%[t])\n\t" \
+        "add %[ldc], %[t]\n\t"
 
 #if defined(__x86_64__)
 /* x86-64: the loop is written in assembly so that the 12 accumulators, 2 B vectors and 2 A
@@ -144,23 +149,8 @@ BG_TARGET static void ukernel_avx2(int64_t kc, const float *a, const float *b, f
         /* the C block into L1 now, 32 k before its loads: a prefetch at the start is often
          * evicted again while A and B stream through (C rows 4 KiB apart share an L1 set) */
         "mov %[c], %[t]\n\t"
-        "prefetcht0 (%[t])\n\t"
-        "prefetcht0 60(%[t])\n\t"
-        "add %[ldc], %[t]\n\t"
-        "prefetcht0 (%[t])\n\t"
-        "prefetcht0 60(%[t])\n\t"
-        "add %[ldc], %[t]\n\t"
-        "prefetcht0 (%[t])\n\t"
-        "prefetcht0 60(%[t])\n\t"
-        "add %[ldc], %[t]\n\t"
-        "prefetcht0 (%[t])\n\t"
-        "prefetcht0 60(%[t])\n\t"
-        "add %[ldc], %[t]\n\t"
-        "prefetcht0 (%[t])\n\t"
-        "prefetcht0 60(%[t])\n\t"
-        "add %[ldc], %[t]\n\t"
-        "prefetcht0 (%[t])\n\t"
-        "prefetcht0 60(%[t])\n\t"
+        BG_AVX2_PREFETCH_C_ROW BG_AVX2_PREFETCH_C_ROW BG_AVX2_PREFETCH_C_ROW
+        BG_AVX2_PREFETCH_C_ROW BG_AVX2_PREFETCH_C_ROW BG_AVX2_PREFETCH_C_ROW
         "test %[k4b], %[k4b]\n\t"
         "jz 2f\n\t"
         ".p2align 5\n"
