@@ -228,38 +228,22 @@ convert_object(PyObject *obj, bf16_t *out, int *src_inf)
         return 0;
     }
     if (PyArray_IsScalar(obj, Integer)) {
-        /* the stored value, as np.float16 reads it: never a subclass's own __index__
-         * (tests/test_scalar.py::test_numpy_integer_subclasses_give_their_stored_value) */
-        PyArray_Descr *d = PyArray_DescrFromScalar(obj);
-        if (d == NULL) {
+        /* the stored value, as np.float16 reads it, never a subclass's own __index__
+         * (tests/test_scalar.py::test_numpy_integer_subclasses_give_their_stored_value):
+         * NumPy's own cast to the 64-bit integer of the scalar's signedness, which is exact */
+        int is_signed = PyArray_IsScalar(obj, SignedInteger);
+        PyArray_Descr *wide = PyArray_DescrFromType(is_signed ? NPY_INT64 : NPY_UINT64);
+        npy_int64 sv = 0;
+        npy_uint64 uv = 0;
+        int r = wide == NULL ? -1 : PyArray_CastScalarToCtype(obj, is_signed ? (void *)&sv : (void *)&uv, wide);
+        Py_XDECREF(wide);
+        if (r < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_Format(PyExc_TypeError, "cannot read the integer scalar %R", obj);
+            }
             return -1;
         }
-        int num = d->type_num;
-        Py_DECREF(d);
-        union {
-            npy_byte b; npy_ubyte ub; npy_short s; npy_ushort us; npy_int i; npy_uint ui;
-            npy_long l; npy_ulong ul; npy_longlong ll; npy_ulonglong ull;
-        } v;
-        switch (num) {
-            case NPY_BYTE: case NPY_UBYTE: case NPY_SHORT: case NPY_USHORT: case NPY_INT:
-            case NPY_UINT: case NPY_LONG: case NPY_ULONG: case NPY_LONGLONG: case NPY_ULONGLONG:
-                PyArray_ScalarAsCtype(obj, &v);
-                break;
-            default:
-                return bf16_from_index(obj, out);
-        }
-        switch (num) {
-            case NPY_BYTE: *out = i64_to_bf16(v.b); break;
-            case NPY_UBYTE: *out = i64_to_bf16(v.ub); break;
-            case NPY_SHORT: *out = i64_to_bf16(v.s); break;
-            case NPY_USHORT: *out = i64_to_bf16(v.us); break;
-            case NPY_INT: *out = i64_to_bf16(v.i); break;
-            case NPY_UINT: *out = i64_to_bf16(v.ui); break;
-            case NPY_LONG: *out = i64_to_bf16(v.l); break;
-            case NPY_ULONG: *out = u64_to_bf16(v.ul); break;
-            case NPY_LONGLONG: *out = i64_to_bf16(v.ll); break;
-            default: *out = u64_to_bf16(v.ull); break;
-        }
+        *out = is_signed ? i64_to_bf16((int64_t)sv) : u64_to_bf16((uint64_t)uv);
         return 0;
     }
     if (obj == Py_None) { /* NaN, as np.float16(None) and float16 arrays store it */
