@@ -1004,7 +1004,7 @@ bf16_to_f32_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
 }
 
 /* Native byte order on both sides (NumPy swaps other data on the way in or out); the other
- * side's default descriptor when it is not given. 0, or -1 with an exception set. */
+ * side's default descriptor when it is not given (a datetime's: generic units, as float16's). 0, or -1 with an exception set. */
 static int
 native_cast_descriptors(PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
                         PyArray_Descr **loop)
@@ -1013,6 +1013,9 @@ native_cast_descriptors(PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *
         if (given[i] != NULL && PyArray_ISNBO(given[i]->byteorder)) {
             Py_INCREF(given[i]);
             loop[i] = given[i];
+        }
+        else if (given[i] != NULL) { /* keeps a datetime's unit */
+            loop[i] = PyArray_DescrNewByteorder(given[i], NPY_NATIVE);
         }
         else if (dtypes[i]->type_num == bf16_type_num) {
             Py_INCREF(bf16_descr);
@@ -1039,6 +1042,9 @@ cast_level(int other, int into)
 {
     if (other == NPY_FLOAT || other == NPY_DOUBLE) {
         return (NPY_CASTING)((into ? NPY_SAME_KIND_CASTING : NPY_SAFE_CASTING) | same_value_flag());
+    }
+    if (other == NPY_DATETIME || other == NPY_TIMEDELTA) {
+        return NPY_UNSAFE_CASTING;
     }
     if (into) {
         return other == NPY_BOOL || other == NPY_BYTE || other == NPY_UBYTE
@@ -1158,6 +1164,24 @@ NUMERIC_LOOP(bf16_to_cfloat, 0)
 NUMERIC_LOOP(bf16_to_cdouble, 0)
 NUMERIC_LOOP(bf16_to_clongdouble, 0)
 
+/* bfloat16 -> datetime64/timedelta64: the int64 cast, except that NaN becomes NaT without
+ * "invalid", as NumPy's float casts to datetimes do (inf and out of range raise it: tests/
+ * test_casts.py::test_bf16_to_datetimes_truncate_like_float16) */
+static int
+bf16_to_datetime(const char *from, npy_intp ss, char *to, npy_intp ds, npy_intp n)
+{
+    int invalid = 0;
+    AT_STRIDES(ss, ds, 2, 8, {
+        for (npy_intp i = 0; i < n; i++) {
+            bf16_t h = LOAD_AT(bf16_t, from, ss_, i);
+            npy_int64 v = bf16_isnan(h) ? NPY_MIN_INT64 : bf16_to_longlong_element(h, &invalid);
+            STORE_AT(npy_int64, to, ds_, i, v);
+        }
+    });
+    return invalid ? CAST_INVALID : 0;
+}
+NUMERIC_LOOP(bf16_to_datetime, 0)
+
 typedef struct {
     const char *name;
     int other;   /* the other type's number */
@@ -1191,6 +1215,12 @@ static const numeric_cast numeric_casts[] = {
     {"bfloat16_to_complex64", NPY_CFLOAT, 0, bf16_to_cfloat_loop, 1}, /* no conversion */
     {"bfloat16_to_complex128", NPY_CDOUBLE, 0, bf16_to_cdouble_loop, 0},
     {"bfloat16_to_clongdouble", NPY_CLONGDOUBLE, 0, bf16_to_clongdouble_loop, 0},
+    /* datetime64/timedelta64 as their int64 count of units, both ways, as float16 casts them
+     * (NaT is the int64 minimum; NaN becomes NaT, inf and out of range too with "invalid") */
+    {"datetime64_to_bfloat16", NPY_DATETIME, 1, longlong_to_bf16_loop, 1},
+    {"bfloat16_to_datetime64", NPY_DATETIME, 0, bf16_to_datetime_loop, 0},
+    {"timedelta64_to_bfloat16", NPY_TIMEDELTA, 1, longlong_to_bf16_loop, 1},
+    {"bfloat16_to_timedelta64", NPY_TIMEDELTA, 0, bf16_to_datetime_loop, 0},
 };
 #define N_NUMERIC_CASTS ((int)(sizeof(numeric_casts) / sizeof(numeric_casts[0])))
 
@@ -1217,7 +1247,9 @@ builtin_dtype(int type_num)
         case NPY_LONGDOUBLE: return &PyArray_LongDoubleDType;
         case NPY_CFLOAT: return &PyArray_CFloatDType;
         case NPY_CDOUBLE: return &PyArray_CDoubleDType;
-        default: return &PyArray_CLongDoubleDType; /* NPY_CLONGDOUBLE, the last in the table */
+        case NPY_DATETIME: return &PyArray_DatetimeDType;
+        case NPY_TIMEDELTA: return &PyArray_TimedeltaDType;
+        default: return &PyArray_CLongDoubleDType; /* NPY_CLONGDOUBLE */
     }
 }
 

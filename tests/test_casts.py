@@ -347,6 +347,60 @@ def test_values_from_2_63_to_2_64_to_ints_like_float32(t):
             assert np.array([v], bfloat16).astype(t)[0] == want
 
 
+# ---- datetime64 / timedelta64 ------------------------------------------------------------
+
+@pytest.mark.parametrize("unit", ["M8[D]", "m8[s]", ">m8[ms]", "m8[ns]", "M8"])
+def test_datetimes_to_bf16_give_their_count_like_float16(unit):
+    """float16 casts a datetime64/timedelta64 array as its int64 count of units (NaT is the
+    int64 minimum); bfloat16 had no such cast (TypeError from astype, np.full, setitem)."""
+    counts = np.array([0, 3, -7, 18262, 2**40 + 2**31, -(2**62), np.iinfo(np.int64).min])
+    src = counts.astype(np.int64).view(np.dtype(unit).newbyteorder("=")).astype(unit)
+    expected = [fraction_to_bits(Fraction(int(c))) for c in counts]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bits_of(src.astype(bfloat16)).tolist() == expected
+        assert bits_of(src[::-2].astype(bfloat16)).tolist() == expected[::-2]
+        a = np.zeros(len(counts), bfloat16)
+        a[:] = src
+        assert bits_of(a).tolist() == expected
+    with np.errstate(over="ignore"):  # float16 overflows on the larger counts
+        assert src.astype(np.float16)[1] == 3  # the reference takes the same cast
+    one = src[1:2].reshape(())
+    assert bits_of(np.full(2, one[()], dtype=bfloat16)).tolist() == [expected[1]] * 2
+    assert bits_of(one.astype(bfloat16)).tolist() == expected[1]
+
+
+@pytest.mark.parametrize("unit", ["m8[s]", "M8[D]", ">m8[us]", "m8"])
+def test_bf16_to_datetimes_truncate_like_float16(all_bits, unit):
+    """bfloat16 -> datetime64/timedelta64: the value truncated to an int64 count of units; NaN
+    NaT, inf and values out of int64's range NaT with "invalid value", as float16's cast."""
+    x = all_bits.view(bfloat16)
+    with np.errstate(invalid="ignore"):
+        got = x.astype(unit)
+        values = exact_f32(all_bits).astype(np.float64)
+        nat = ~np.isfinite(values) | (np.abs(values) >= 2.0**63)
+    assert got.dtype == np.dtype(unit)
+    ints = got.astype(got.dtype.newbyteorder("=")).view(np.int64)
+    assert (ints[nat] == np.iinfo(np.int64).min).all()
+    np.testing.assert_array_equal(ints[~nat], np.trunc(values[~nat]).astype(np.int64))
+    for t in (bfloat16, np.float16, np.float32):  # each warns the same (float16 adds overflow)
+        with pytest.warns(RuntimeWarning, match="invalid value"):
+            np.array([-np.inf], t).astype(unit)
+        with pytest.warns(RuntimeWarning, match="invalid value"):
+            np.array([1e30], t).astype(unit)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.array([np.nan, 2.5], t).astype(unit)  # NaN is NaT, no "invalid"
+
+
+@pytest.mark.parametrize("unit", ["M8[D]", "m8[s]"])
+def test_datetime_casts_are_unsafe_like_float16(unit):
+    for casting in ("safe", "same_kind", "unsafe"):
+        assert np.can_cast(unit, BF, casting) == np.can_cast(unit, np.float16, casting)
+        assert np.can_cast(BF, unit, casting) == np.can_cast(np.float16, unit, casting)
+    assert np.can_cast(unit, BF, "unsafe") and not np.can_cast(unit, BF, "same_kind")
+
+
 def test_bf16_to_object_gives_scalars(all_bits, all_values):
     objs = all_values.astype(object)
     assert objs.dtype == object
