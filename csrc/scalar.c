@@ -328,6 +328,28 @@ convert_object(PyObject *obj, bf16_t *out, int *src_inf)
         Py_DECREF(item);
         return r;
     }
+    if (PyObject_CheckBuffer(obj) && !PyArray_IsScalar(obj, Generic)) {
+        /* float() reads the bytes of a bytearray, memoryview, array.array('b') or any other
+         * buffer as text, and so do float16's item assignment, fill and object casts:
+         * bytearray(b"1.5") gives 1.5, rounded once (tests/test_conversions.py::
+         * test_buffers_of_text_convert_like_float16). Bytes that are no number leave a
+         * sequence to the error below, a buffer that is no sequence to float(). */
+        Py_buffer view;
+        if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) == 0) {
+            int r = bf16_parse_text((const char *)view.buf, (size_t)view.len, out);
+            PyBuffer_Release(&view);
+            if (r == 0) {
+                return 0;
+            }
+        }
+        else if (PyErr_ExceptionMatches(PyExc_BufferError) ||
+                 PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear(); /* a non-contiguous memoryview: no text, as for float() */
+        }
+        else {
+            return -1;
+        }
+    }
     if (PySequence_Check(obj)) {
         /* float16's error, in item assignment, fill and object casts alike
          * (tests/test_scalar.py::test_sequence_as_one_element_is_a_value_error_like_float16) */
@@ -361,14 +383,15 @@ by_float:;
     return 0;
 }
 
-/* Whether the source already was infinite, so that reaching inf is no overflow. Text counts as
- * infinite when float() reads it as inf: "inf", "-Infinity", and decimals past float64's range
+/* Whether the source already was infinite, so that reaching inf is no overflow. Text (also in a
+ * bytearray or other buffer) counts as infinite when float() reads it as inf: "inf", "-Infinity", and decimals past float64's range
  * such as "1e400", which float16's constructor (through a Python float) takes silently
  * (tests/test_scalar.py::test_overflow_to_inf_warns_like_float16). */
 static int
 denotes_infinity(PyObject *obj)
 {
-    if (PyUnicode_Check(obj) || PyBytes_Check(obj)) {
+    if (PyUnicode_Check(obj) || PyBytes_Check(obj) ||
+            (PyObject_CheckBuffer(obj) && !PyArray_Check(obj) && !PyArray_IsScalar(obj, Generic))) {
         PyObject *f = PyFloat_FromString(obj);
         if (f == NULL) {
             PyErr_Clear();
@@ -467,11 +490,14 @@ bf16_from_object_reporting(PyObject *obj, bf16_t *out)
 
 /*
  * Fewest significant digits (1..9) whose decimal value rounds back to `bits`. At each length
- * the nearest decimal is not enough: at a power of two the rounding interval is lopsided, so
- * the decimals one unit below and above are tried too (e.g. 2^-119 is "1.51e-36", whose
- * nearest 3-digit decimal 1.50e-36 lies outside the interval). The closest hit wins. Only the
- * digits and exponent of snprintf's text are read, and strtod reads no decimal point, so the C
- * locale's decimal point changes nothing here.
+ * the nearest decimal is tried first: snprintf's, correctly rounded with exact ties to the even
+ * digit, the choice float16's Dragon4 makes (0.9375 prints "0.938":
+ * tests/test_scalar.py::test_str_shortest_round_trip_all_patterns). At a power of two the
+ * rounding interval is lopsided, so the decimals one unit below and above are tried next
+ * (2^-119 is "1.51e-36", whose nearest 3-digit decimal 1.50e-36 lies outside the interval); at
+ * most one of them can round back when the nearest does not, the interval being one piece.
+ * Only the digits and exponent of snprintf's text are read, and strtod reads no decimal point,
+ * so the C locale's decimal point changes nothing here.
  */
 static int
 bf16_shortest_digits(bf16_t bits, double *value)
@@ -491,23 +517,17 @@ bf16_shortest_digits(bf16_t bits, double *value)
                 mant = mant * 10 + (*c - '0');
             }
         }
-        int found = 0;
-        double best = 0.0;
-        for (long long m = mant - 1; m <= mant + 1; m++) {
-            if (m < 0) {
+        const long long tries[3] = {mant, mant - 1, mant + 1};
+        for (int t = 0; t < 3; t++) {
+            if (tries[t] < 0) {
                 continue;
             }
-            snprintf(buf, sizeof buf, "%s%llde%d", exact < 0 ? "-" : "", m, exp10);
+            snprintf(buf, sizeof buf, "%s%llde%d", exact < 0 ? "-" : "", tries[t], exp10);
             double back = strtod(buf, NULL);
-            if (f64_to_bf16(back) == bits &&
-                    (!found || fabs(back - exact) < fabs(best - exact))) {
-                best = back;
-                found = 1;
+            if (f64_to_bf16(back) == bits) {
+                *value = back;
+                return p;
             }
-        }
-        if (found) {
-            *value = best;
-            return p;
         }
     }
     *value = exact;
@@ -882,10 +902,35 @@ bf16_scalar_format(PyObject *self, PyObject *spec)
         PyErr_SetString(PyExc_TypeError, "format spec must be a str");
         return NULL;
     }
-    if (PyUnicode_GET_LENGTH(spec) == 0) {
+    Py_ssize_t len = PyUnicode_GET_LENGTH(spec);
+    if (len == 0) {
         return PyObject_Str(self);
     }
-    PyObject *f = bf16_scalar_float(self);
+    /* With a type or a precision the stored value is formatted, as float16's is ("{:.3f}");
+     * with neither ("{:>10}", "{:+}", "{:_}") float's repr style takes the shortest digits that
+     * str() prints, padded and signed: "       0.1", not "0.10009765625"
+     * (tests/test_scalar.py::test_format_without_a_type_keeps_the_shortest_digits). A fill
+     * character is always followed by an alignment, so '.' then a digit is a precision. */
+    int kind = PyUnicode_KIND(spec);
+    const void *data = PyUnicode_DATA(spec);
+    Py_UCS4 last = PyUnicode_READ(kind, data, len - 1);
+    int shortest = (!Py_UNICODE_ISALPHA(last) || last == 'z') && last != '%'; /* z: a flag */
+    for (Py_ssize_t i = 0; shortest && i + 1 < len; i++) {
+        if (PyUnicode_READ(kind, data, i) == '.' &&
+                Py_UNICODE_ISDIGIT(PyUnicode_READ(kind, data, i + 1))) {
+            shortest = 0;
+        }
+    }
+    bf16_t bits = ((PyBFloat16Object *)self)->value;
+    PyObject *f;
+    if (shortest && !bf16_isnan(bits) && !bf16_isinf(bits)) {
+        double value;
+        (void)bf16_shortest_cached(bits, &value);
+        f = PyFloat_FromDouble(value);
+    }
+    else {
+        f = bf16_scalar_float(self);
+    }
     if (f == NULL) {
         return NULL;
     }
@@ -898,10 +943,11 @@ bf16_scalar_format(PyObject *self, PyObject *spec)
  * and rounds it to bfloat16 once (numerics.round), where NumPy's scalar would scale by 10**n in
  * the scalar's own dtype first (tests/test_scalar.py::test_builtin_round_rounds_once). */
 static PyObject *
-bf16_scalar_round(PyObject *self, PyObject *args)
+bf16_scalar_round(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *keywords[] = {"ndigits", NULL};
     PyObject *ndigits = Py_None;
-    if (!PyArg_UnpackTuple(args, "__round__", 0, 1, &ndigits)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:__round__", keywords, &ndigits)) {
         return NULL;
     }
     if (ndigits == Py_None) {
@@ -936,7 +982,7 @@ static PyMethodDef bf16_scalar_methods[] = {
      "__reduce__($self, /)\n--\n\nPickle support (exact bits)."},
     {"__format__", bf16_scalar_format, METH_O,
      "__format__($self, format_spec, /)\n--\n\nFormat like float, e.g. f'{x:.3f}'."},
-    {"__round__", bf16_scalar_round, METH_VARARGS,
+    {"__round__", (PyCFunction)(void (*)(void))bf16_scalar_round, METH_VARARGS | METH_KEYWORDS,
      "__round__($self, ndigits=None, /)\n--\n\n"
      "round(x) as a Python int; round(x, n) to n decimals, rounded to bfloat16 once."},
     {NULL, NULL, 0, NULL}};

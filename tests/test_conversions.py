@@ -6,7 +6,9 @@ References used here never call the code under test: conftest's integer-arithmet
 """
 from __future__ import annotations
 
+import array
 import math
+import pickle
 import warnings
 from fractions import Fraction
 
@@ -389,6 +391,65 @@ def test_int_subclasses_convert_by_their_value(value):
     assert bits_of(a)[1] == expected
     assert bits_of(np.array([x, 0], dtype=object).astype(bfloat16))[0] == expected
     assert bits_of(np.array([x], dtype=bfloat16))[0] == expected
+
+
+_TEXT_BUFFERS = [
+    (lambda t: bytearray(t), "bytearray"),
+    (lambda t: memoryview(t), "memoryview"),
+    (lambda t: memoryview(bytearray(t)).cast("c"), "memoryview of chars"),
+    (lambda t: array.array("b", t), "array.array('b')"),
+    (lambda t: pickle.PickleBuffer(t), "PickleBuffer (no sequence)"),
+]
+
+
+@pytest.mark.parametrize("make, name", _TEXT_BUFFERS, ids=[n for _, n in _TEXT_BUFFERS])
+@pytest.mark.parametrize("text, expected", [
+    ("1.5", 0x3FC0), (" -2_5 ", 0xC1C8), ("-inf", 0xFF80), ("1e-40", 0x0001),
+    # one rounding of the decimal: through float64 it would be 1.0 (0x3F80)
+    ("1.00390625000000001", 0x3F81),
+])
+def test_buffers_of_text_convert_like_float16(make, name, text, expected):
+    """float() reads any buffer's bytes as text, and so do float16's item assignment, fill and
+    object casts; bfloat16 refused them as sequences. The text is rounded once, as a str is."""
+    for store in (_store_setitem, _store_fill, _store_object_cast):
+        assert store(make(text.encode()), bfloat16) == expected, (store.__name__, name)
+        # float16 takes the same objects (its value: through float64)
+        assert store(make(text.encode()), np.float16) == np.float16(float(text))
+
+
+def _store_setitem(value, dtype):
+    a = np.zeros(2, dtype)
+    a[1] = value
+    return a[1:].view(np.uint16)[0] if dtype is bfloat16 else a[1]
+
+
+def _store_fill(value, dtype):
+    a = np.zeros(2, dtype)
+    a.fill(value)
+    return a[1:].view(np.uint16)[0] if dtype is bfloat16 else a[1]
+
+
+def _store_object_cast(value, dtype):
+    a = np.array([0, value], dtype=object).astype(dtype)
+    return a[1:].view(np.uint16)[0] if dtype is bfloat16 else a[1]
+
+
+@pytest.mark.parametrize("value", [bytearray(b"abc"), bytearray(b""), bytearray(b"1.5\x00"),
+                                   array.array("d", [1.5]), memoryview(np.array([1.5])),
+                                   memoryview(b"1.55")[::2]])
+def test_buffers_that_are_no_number_are_sequences_like_float16(value):
+    for dtype in (np.float16, bfloat16):
+        with pytest.raises(ValueError, match="sequence"):
+            _store_setitem(value, dtype)
+
+
+def test_buffer_text_past_the_range_overflows_like_a_str():
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError, match="overflow"):
+            _store_setitem(bytearray(b"1e39"), bfloat16)
+        with pytest.raises(FloatingPointError, match="overflow"):
+            _store_setitem("1e39", bfloat16)
+        assert _store_setitem(bytearray(b"-inf"), bfloat16) == 0xFF80  # already infinite
 
 
 def test_python_int_overflow_threshold():

@@ -5,6 +5,7 @@ import copy
 import math
 import operator
 import pickle
+import sys
 import warnings
 from decimal import Decimal
 from fractions import Fraction
@@ -252,7 +253,8 @@ def _decimal_neighbours(q: Fraction, ndigits: int):
 
 
 def test_str_shortest_round_trip_all_patterns(all_bits):
-    """float(str(v)) rounds back to v (single exact rounding), and no shorter string does."""
+    """float(str(v)) rounds back to v (single exact rounding), no shorter string does, and of
+    the strings of its length that do, it is the nearest (ties: the even digit)."""
     values = all_bits.view(bfloat16)
     for b, v in zip(all_bits.tolist(), values):
         s = str(v)
@@ -267,10 +269,17 @@ def test_str_shortest_round_trip_all_patterns(all_bits):
             continue
         assert fraction_to_bits(Fraction(s)) == b, (hex(b), s)
         n = len(_significant_digits(s))
+        q = abs(bits_to_fraction(b))
         if n > 1:
-            q = abs(bits_to_fraction(b))
             for cand in _decimal_neighbours(q, n - 1):
                 assert fraction_to_bits(cand) != (b & 0x7FFF), (hex(b), s, cand)
+        # of the n-digit decimals that round back, the nearest; an exact tie goes to the even
+        # last digit, as float16's Dragon4 breaks it (0.9375 -> "0.938", 16.125 -> "16.12")
+        lo, hi = _decimal_neighbours(q, n)
+        even = (lo / (hi - lo)) % 2 == 0
+        near, far = (lo, hi) if q - lo < hi - q or (q - lo == hi - q and even) else (hi, lo)
+        want = near if fraction_to_bits(near) == (b & 0x7FFF) else far
+        assert abs(Fraction(s)) == want, (hex(b), s, want)
 
 
 _THREADED_STR = """
@@ -353,6 +362,37 @@ def test_format():
     assert f"{bfloat16(-2.5):>8.2g}" == "    -2.5"
     with pytest.raises(ValueError, match="'q'"):
         format(v, "q")
+
+
+@pytest.mark.parametrize("spec", [">10", "<8", "^9", "+", " ", "_", ",", "=+12", "*>10", ".<7",
+                                  "010", "z"])
+def test_format_without_a_type_keeps_the_shortest_digits(all_bits, spec):
+    """A spec with neither a type nor a precision formats the digits str() prints, as float's
+    repr style does for a Python float; it took the stored value's full expansion
+    ("0.10009765625" under ">10", where f"{x}" gave "0.1"). With a precision or a type the
+    stored value is formatted, as for float16. Every 7th pattern, against Python's float."""
+    if spec == "z" and sys.version_info < (3, 11):
+        pytest.skip('the "z" option is Python 3.11\'s')
+    for b in all_bits[::7].tolist():
+        v = np.array([b], np.uint16).view(bfloat16)[0]
+        if not np.isfinite(float(v)):
+            assert format(v, spec) == format(float(v), spec)
+            continue
+        shortest = float(str(v))  # the shortest digits' decimal, read back as a Python float
+        assert float(Fraction(str(v))) == shortest
+        assert format(v, spec) == format(shortest, spec), (hex(b), spec)
+    v = bfloat16(0.1)
+    assert format(v, ">10") == "       0.1" and format(v, ".<6") == "0.1..."
+    assert format(v, ">10.5") == format(0.10009765625, ">10.5") == "    0.1001"  # a precision
+    assert format(v, ">14f") == "      0.100098"
+
+
+def test_round_takes_ndigits_by_keyword():
+    """float16's __round__ takes ndigits by keyword; bfloat16's refused any keyword."""
+    assert bfloat16(1.25).__round__(ndigits=1) == round(bfloat16(1.25), 1)
+    assert type(bfloat16(2.5).__round__(ndigits=None)) is int
+    with pytest.raises(TypeError):
+        bfloat16(1.25).__round__(digits=1)
 
 
 # ---- conversions back to Python -------------------------------------------------------
