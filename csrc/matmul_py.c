@@ -162,8 +162,9 @@ set_num_threads_py(PyObject *NPY_UNUSED(self), PyObject *arg)
     if (n == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (n < 1 || n > 4096) {
-        PyErr_Format(PyExc_ValueError, "number of threads must be in [1, 4096], got %ld", n);
+    if (n < 1 || n > BF16_GEMM_MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "number of threads must be in [1, %d], got %ld",
+                     BF16_GEMM_MAX_THREADS, n);
         return NULL;
     }
     bf16_gemm_set_num_threads((int)n);

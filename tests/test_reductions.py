@@ -606,6 +606,23 @@ def test_ufunc_at_indexed_loop_like_a_float32_reference(ufunc):
     np.testing.assert_array_equal(f32(m), want, err_msg=f"{ufunc.__name__} 2-d")
 
 
+@pytest.mark.parametrize("size", [10, 10**6])  # the window path and the table path
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply])
+def test_ufunc_at_keeps_the_targets_nan_like_float32(ufunc, size):
+    """A NaN target meeting a NaN of the other sign keeps its own (quiet) NaN, as float16's and
+    float32's .at, and this dtype's reductions, give it; the 1-d indexed loop took the value's."""
+    nan = np.array([0x7FC1], np.uint16).view(BF16)[0]
+    neg = np.array([0xFFC2], np.uint16).view(BF16)[0]
+    target = np.zeros(size, BF16)
+    target[0] = nan
+    ufunc.at(target, [0, size - 1], np.array([neg, 1], BF16))
+    assert target[:1].view(np.uint16)[0] == 0x7FC1
+    ref = np.zeros(size, np.float32)
+    ref[0] = np.float32(nan)
+    ufunc.at(ref, [0, size - 1], np.array([np.float32(neg), 1], np.float32))
+    assert not np.signbit(ref[0])  # the reference keeps the target's sign too
+
+
 @pytest.mark.parametrize("ufunc", [np.power, np.floor_divide, np.remainder, np.fmod,
                                    np.arctan2, np.hypot, np.heaviside, np.logaddexp,
                                    np.logaddexp2, np.nextafter])

@@ -232,7 +232,7 @@ int bf16_gemm_get_num_threads(void)
 
 void bf16_gemm_set_num_threads(int n)
 {
-    if (n >= 1) atomic_store(&g_num_threads, n > 1024 ? 1024 : n);
+    if (n >= 1) atomic_store(&g_num_threads, n > BF16_GEMM_MAX_THREADS ? BF16_GEMM_MAX_THREADS : n);
 }
 
 /* ------------------------------------------------------------------------------------------------

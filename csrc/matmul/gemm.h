@@ -44,6 +44,7 @@ int bf16_gemm_batch(int64_t count, int64_t M, int64_t N, int64_t K,
 /* default: env BFLOAT16_DTYPE_NUM_THREADS if set and valid, else number of online CPUs */
 int bf16_gemm_get_num_threads(void);
 /* n >= 1 (smaller values are ignored); stored atomically */
+#define BF16_GEMM_MAX_THREADS 1024 /* the public set_num_threads' limit too */
 void bf16_gemm_set_num_threads(int n);
 /* upper bound of the extra (heap) memory one call with these arguments allocates, in bytes (the
  * last block, if at most 64 MiB, is kept for the next call) */

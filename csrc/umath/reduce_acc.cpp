@@ -138,7 +138,7 @@ kt_resize(KeyTable &t, int bits)
         t.slots.swap(slots);
         t.bits = bits;
     }
-    catch (const std::bad_alloc &) {
+    catch (const std::exception &) { /* bad_alloc, or length_error past size_t */
         return false;
     }
     return true;
@@ -1235,7 +1235,7 @@ at_window_steps(float *w, npy_intp wlo, const char *idx, npy_intp sidx, npy_intp
         memcpy(&k, idx, sizeof k);
         k = k < 0 ? k + shape : k; /* NumPy has checked the bounds */
         float *slot = w + (k - wlo);
-        float r = Acc::f(*slot, bf16_to_f32(ld(v)));
+        float r = acc_step<Acc>(*slot, bf16_to_f32(ld(v))); /* the target's NaN first */
         *slot = r;
         if (Check) {
             uint32_t a = f32_bits(r) & 0x7fffffffu;
@@ -1360,7 +1360,7 @@ acc_indexed_loop(PyArrayMethod_Context *context, char *const *args, npy_intp con
         if (fresh) {
             *acc = bf16_to_f32(ld(q));
         }
-        *acc = Acc::f(*acc, bf16_to_f32(ld(v)));
+        *acc = acc_step<Acc>(*acc, bf16_to_f32(ld(v)));
         store_rounded(q, *acc, &ovf);
     }
     report_overflow(ovf);
