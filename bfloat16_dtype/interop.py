@@ -355,6 +355,17 @@ def _is_ml_bfloat16(dt: np.dtype) -> bool:
     return dt != _DTYPE and _view_ml_bfloat16(np.empty(0, dt)).dtype == _DTYPE
 
 
+def _asarray(x) -> np.ndarray:
+    """np.asarray(x), and a CPU torch.bfloat16 tensor (which NumPy cannot read: torch raises a
+    TypeError) shared through DLPack (tests/test_training.py::test_torch_bfloat16_tensors_are_read)."""
+    try:
+        return np.asarray(x)
+    except TypeError:
+        if type(x).__module__.split(".")[0] == "torch" and str(getattr(x, "dtype", "")) == "torch.bfloat16":
+            return from_torch(x.detach())
+        raise
+
+
 def _read_as_ours(x: np.ndarray) -> np.ndarray:
     """An input the helpers only read: ml_dtypes' bfloat16 as ours (a view), and a byte-swapped
     bfloat16 as a native copy, as NumPy's own functions take it
@@ -463,7 +474,8 @@ def to_torch(x: np.ndarray):
 
     A read-only array is copied (torch tensors are always writable), and so is an array with a
     negative stride (torch has none; ``torch.from_dlpack`` refuses one, or aborted the process on
-    one with torch 2.13).
+    one with torch 2.13) or a stride that is no whole number of elements (a field of a packed
+    structured array; DLPack counts strides in elements).
 
     >>> to_torch(np.ones(2, bfloat16))
     tensor([1., 1.], dtype=torch.bfloat16)
@@ -471,7 +483,7 @@ def to_torch(x: np.ndarray):
     import torch
 
     x = _as_ours(x, "to_torch")
-    if not x.flags.writeable or any(s < 0 for s in x.strides):
+    if not x.flags.writeable or any(s < 0 or s % x.itemsize for s in x.strides):
         x = x.copy()
     return torch.from_dlpack(DLPackTensor(x))
 

@@ -332,8 +332,12 @@ def save(file: "str | os.PathLike[str] | IO[bytes]", arr: np.ndarray) -> None:
         np.save(file, arr, allow_pickle=False)
         return
     file = _with_suffix(file, ".npy")
-    bits = _le_bits(arr)
-    d = f"{{'descr': '<u2', 'fortran_order': False, 'shape': {tuple(bits.shape)!r}, }} {_NPY_MARK}"
+    # a Fortran-ordered array is written in its own order, as np.save writes it, and loads as
+    # one (tests/test_io_npy.py::test_fortran_order_is_kept_like_np_save)
+    fortran = arr.flags.f_contiguous and not arr.flags.c_contiguous
+    bits = _le_bits(arr.T if fortran else arr)
+    d = (f"{{'descr': '<u2', 'fortran_order': {fortran}, 'shape': {tuple(arr.shape)!r}, }} "
+         f"{_NPY_MARK}")
     version, lenbytes = (1, 0), 2
     if len(d) + 12 > 65535:
         version, lenbytes = (2, 0), 4
@@ -549,11 +553,12 @@ def _compare_bfloat16_chunks_by_bits() -> None:
 def _bits_all_equal(by_value):
     def all_equal(self, other, equal_nan=True):
         data = self._data
-        if other is not None and isinstance(data, np.ndarray) and data.dtype.type is bfloat16:
-            if not data.dtype.isnative:    # a byte-swapped chunk compares by its bits too
-                data = data.astype(_DTYPE)
+        # ours or ml_dtypes' (zarr takes a JAX array's chunks as they are: the same name)
+        if other is not None and isinstance(data, np.ndarray) and _is_bfloat16(data.dtype):
+            order = data.dtype.byteorder if data.dtype.byteorder in "<>" else "="
+            bits = data.view(np.dtype(np.uint16).newbyteorder(order))  # byte-swapped ones too
             fill = np.asarray(other, _DTYPE).view(np.uint16)
-            return bool((data.view(np.uint16) == fill).all())
+            return bool((bits == fill).all())
         return by_value(self, other, equal_nan)
 
     all_equal._bfloat16_by_bits = True

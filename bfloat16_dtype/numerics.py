@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ._ext import _sum_f32, bfloat16
-from .interop import _dtype_text, _read_as_ours, _view_ml_bfloat16
+from .interop import _asarray, _dtype_text, _read_as_ours, _view_ml_bfloat16
 
 __all__ = ["round", "around", "sum", "mean", "var", "std"]
 
@@ -44,7 +44,7 @@ def _as_bf16_input(x: Any, name: str = "x") -> np.ndarray:
         # (tests/test_reductions.py::test_numerics_refuse_masked_arrays)
         raise TypeError(f"{name} is a masked array: these helpers would ignore its mask; use "
                         f"its own methods ({name}.mean(), {name}.sum()) or {name}.filled(...)")
-    a = _read_as_ours(np.asarray(x))
+    a = _read_as_ours(_asarray(x))
     if a.dtype.kind not in "fiub" and a.dtype != _BF16:
         raise TypeError(f"{name} must be a real numeric array, got dtype {_dtype_text(a.dtype)}")
     return a
@@ -162,8 +162,14 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False, where: Any = True,
     a = _as_bf16_input(x)
     axis = _axis(axis)
     if a.dtype == _BF16 and where is True:
-        total = _sum_as_float32(a, axis, keepdims)
+        with np.errstate(over="ignore"):
+            total = _sum_as_float32(a, axis, keepdims)
         count = a.size // total.size if total.size else 1
+        if count and np.isinf(total).any():
+            # a float32 sum past float32's range (values near bfloat16's largest; float32 has
+            # the same range): float64 sums do not overflow and infinite inputs stay so
+            # (tests/test_numerics.py::test_mean_of_values_near_the_largest_does_not_overflow)
+            return _finish(np.mean(a, axis=axis, dtype=np.float64, keepdims=keepdims), out)
         if count:
             # np.mean's steps (the float32 sum divided by the count in float32), the sum reading
             # bfloat16 directly (tests/test_numerics.py::test_mean_like_numpy_float32); an

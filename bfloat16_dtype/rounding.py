@@ -130,6 +130,7 @@ def to_bfloat16(
     if out is not None:
         if not isinstance(out, np.ndarray):
             raise TypeError(f"to_bfloat16: out must be a numpy array, got {type(out).__name__}")
+        given = out  # returned as it was given (an ml_dtypes array too), as ufuncs do
         out = _view_ml_bfloat16(out)
         if out.dtype != _BF16:
             raise TypeError(f"to_bfloat16: out must have dtype bfloat16 (native byte order), "
@@ -149,4 +150,4 @@ def to_bfloat16(
         return dst
     if not direct:
         out[...] = dst
-    return out
+    return given

@@ -27,7 +27,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._ext import bfloat16
-from .interop import _dtype_text, _read_as_ours, _view_ml_bfloat16
+from .interop import _asarray, _dtype_text, _read_as_ours, _view_ml_bfloat16
 from .rounding import RngLike, _generator, to_bfloat16
 
 __all__ = ["all_finite", "LossScaler", "MasterWeights", "SGD", "Adam", "AdamW"]
@@ -250,7 +250,7 @@ class MasterWeights:
         if not params:
             raise ValueError("MasterWeights: params is empty")  # as the optimizers say
         for i, p in enumerate(params):
-            arr = _read_as_ours(np.asarray(p))
+            arr = _read_as_ours(_asarray(p))
             if arr.dtype.kind != "f" and arr.dtype != _BF16:
                 raise TypeError(f"MasterWeights: params[{i}] must be a float array, got dtype "
                                 f"{_dtype_text(arr.dtype)}")
@@ -337,7 +337,7 @@ class _Optimizer:
         for i, (g, p) in enumerate(zip(grads, self.params)):
             if g is None:
                 raise TypeError(f"{self._name}.step: grads[{i}] is None")
-            g = _read_as_ours(np.asarray(g))
+            g = _read_as_ours(_asarray(g))
             if g.dtype.kind != "f" and g.dtype != _BF16:
                 raise TypeError(f"{self._name}.step: grads[{i}] must be a float array, got dtype "
                                 f"{_dtype_text(g.dtype)}")
@@ -482,6 +482,10 @@ class Adam(_Optimizer):
         self.steps += 1
         t = self.steps
         b1, b2 = np.float32(self.beta1), np.float32(self.beta2)
+        # 1 - beta in float64, then rounded, as torch takes it: 1 - float32(0.999) would be
+        # 0.00099998713 and skew early steps (tests/test_training.py::
+        # test_adam_first_steps_match_torch_for_betas_near_one)
+        a1, a2 = np.float32(1.0 - self.beta1), np.float32(1.0 - self.beta2)
         lr, wd, eps = np.float32(self.lr), np.float32(self.weight_decay), np.float32(self.eps)
         c1 = np.float32(1.0 - self.beta1**t)
         c2 = np.float32(1.0 - self.beta2**t)
@@ -490,9 +494,9 @@ class Adam(_Optimizer):
             if wd and not self.decoupled:
                 g += wd * w
             m *= b1
-            m += (1 - b1) * g
+            m += a1 * g
             v *= b2
-            v += (1 - b2) * (g * g)
+            v += a2 * (g * g)
             if wd and self.decoupled:
                 w -= lr * wd * w
             update = (m / c1) / (np.sqrt(v / c2) + eps)

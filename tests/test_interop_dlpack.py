@@ -395,6 +395,19 @@ def test_to_torch_negative_strides_are_copied():
         assert t.data_ptr() == v.ctypes.data and t.float().numpy().tolist() == v.astype(np.float32).tolist()
 
 
+def test_to_torch_odd_byte_strides_are_copied():
+    """A bfloat16 field of a packed structured array has a stride of 3 bytes, which DLPack
+    (strides in elements) cannot say: to_torch refused it with a BufferError; it is copied now,
+    as to_jax copies it."""
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    s = np.zeros(4, [("a", "u1"), ("b", bfloat16)])
+    s["b"] = np.array([1.5, -2.0, 0.1, 3.0], np.float32).astype(bfloat16)
+    t = interop.to_torch(s["b"])
+    assert t.dtype == torch.bfloat16
+    assert t.view(torch.int16).numpy().view(np.uint16).tolist() == s["b"].view(np.uint16).tolist()
+    assert t.data_ptr() != s["b"].ctypes.data
+
+
 def test_byte_swapped_arrays_and_non_arrays():
     """DLPack has native byte order only: a swapped bfloat16 array is exported as a native copy
     (it was refused as "not bfloat16"); a non-array is refused naming its type."""

@@ -38,6 +38,26 @@ def test_non_contiguous_big_endian_scalar_and_file_objects():
         np.testing.assert_array_equal(y.astype(np.float32), arr.astype(np.float32))
 
 
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 4), (1, 4), (4,)])
+def test_fortran_order_is_kept_like_np_save(tmp_path, shape):
+    """np.save writes a Fortran-ordered array in its order and np.load gives one back; io.save
+    copied it to C order. The same bits and shape either way, and the order np.save gives."""
+    bits = np.arange(np.prod(shape), dtype=np.uint16).reshape(shape) * 97 + 0x3F00
+    x = np.asfortranarray(bits).view(bfloat16)
+    io.save(tmp_path / "f.npy", x)
+    np.save(tmp_path / "ref.npy", np.asfortranarray(bits))
+    ref = np.load(tmp_path / "ref.npy")
+    for mmap_mode in (None, "r"):
+        r = io.load(tmp_path / "f.npy", mmap_mode=mmap_mode)
+        assert r.dtype == np.dtype(bfloat16) and r.shape == shape
+        assert r.flags.f_contiguous == ref.flags.f_contiguous
+        assert r.flags.c_contiguous == ref.flags.c_contiguous
+        np.testing.assert_array_equal(r.view(np.uint16), bits)
+    # the raw data after the header is in Fortran order, as np.save's
+    raw, ref_raw = (tmp_path / "f.npy").read_bytes(), (tmp_path / "ref.npy").read_bytes()
+    assert raw[-bits.nbytes:] == ref_raw[-bits.nbytes:]
+
+
 def test_other_arrays_pass_through_and_unmarked_files_load_as_numpy(tmp_path):
     p = tmp_path / "f.npy"
     io.save(p, np.arange(3.0))

@@ -163,6 +163,27 @@ def test_sum_as_float32_refuses_what_np_sum_refuses():
         numerics._sum_as_float32(x, 0, where=np.ones(5, bool))
 
 
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_mean_of_values_near_the_largest_does_not_overflow(axis):
+    """float32 has bfloat16's range, so a float32 sum of values near the largest overflows: the
+    mean was inf (with "overflow") where the float64 mean is finite. Such sums are redone in
+    float64; infinite inputs still give inf / NaN, and a finite mean warns nothing."""
+    big = np.full((4, 3), 2e38, np.float32).astype(BF16)
+    big[:, 1] = np.float32(-3e38)
+    ref = np.mean(big.astype(np.float64), axis=axis).astype(np.float32).astype(BF16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = numerics.mean(big, axis)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint16), np.asarray(ref).view(np.uint16))
+    assert np.isfinite(values(got)).all()
+    with_inf = big.copy()
+    with_inf[0, 0] = np.inf
+    assert values(numerics.mean(with_inf)) == np.inf
+    with_inf[1, 0] = -np.inf
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(values(numerics.mean(with_inf)))
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
 def test_mean_like_numpy_float32(axis):
     """numerics.mean divides the float32 sum by the count in float32, as np.mean(a,

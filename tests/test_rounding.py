@@ -347,6 +347,15 @@ def test_shapes_strides_and_out():
     assert float(to_bfloat16(2.5)) == 2.5  # a Python float is float64
 
 
+def test_out_of_ml_dtypes_is_returned_as_given():
+    """out is returned as given, an ml_dtypes array too (a view of it as ours was returned)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.arange(24, dtype=np.float64).reshape(2, 3, 4)[:, ::2, ::-1] / 7
+    for theirs in (np.zeros((2, 2, 4), ml_dtypes.bfloat16), np.zeros((2, 2, 8), ml_dtypes.bfloat16)[..., ::2]):
+        assert to_bfloat16(x, "toward_zero", out=theirs) is theirs
+        np.testing.assert_array_equal(theirs.view(np.uint16), ref_from_f64(x, "toward_zero"))
+
+
 def test_byte_swapped_input():
     """Byte-swapped float32/float64 input is float32/float64, as astype(bfloat16) takes it (it
     was refused as "dtype >f4"). References: integer arithmetic on the native float32 bits (the

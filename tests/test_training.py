@@ -343,6 +343,41 @@ def test_adam_and_adamw_against_float64(decoupled):
     assert opt.steps == 4 and opt.state_nbytes == 2 * 4 * (30 + 5)
 
 
+@pytest.mark.parametrize("beta2", [0.999, 0.9999, 0.99999])
+@pytest.mark.parametrize("cls", [Adam, AdamW])
+def test_adam_first_steps_match_torch_for_betas_near_one(cls, beta2):
+    """1 - beta2 was taken from float32(beta2): 1 - float32(0.999) is 0.00099998713, and the
+    first steps were off by a relative 6e-6 (0.999) to 7e-4 (0.99999) against the float64
+    formula (torch.optim.Adam gives -0.99999994 here, as now)."""
+    w = np.zeros(1, np.float32)
+    opt = cls([w], lr=1.0, betas=(0.9, beta2), weight_decay=0.0)
+    for t in (1, 2, 3):
+        opt.step([np.array([3.0], np.float32)])
+        m = (1 - 0.9**t) * 3.0
+        v = (1 - beta2**t) * 9.0
+        expected = -t * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - beta2**t)) + 1e-8)
+        np.testing.assert_allclose(w[0], expected, rtol=3e-7)
+
+
+def test_torch_bfloat16_tensors_are_read():
+    """NumPy cannot read a torch.bfloat16 tensor (torch's TypeError named neither the helper nor
+    the argument): the optimizers' gradients, MasterWeights' params and the numerics helpers
+    read one through DLPack, as the same bfloat16 array."""
+    torch = pytest.importorskip("torch")
+    from bfloat16_dtype import numerics
+    values = np.array([1.5, -2.0, 0.1, 3.0], np.float32).astype(bfloat16)
+    tensor = torch.tensor(values.astype(np.float32), dtype=torch.bfloat16)
+    for grads in ([tensor], [values]):
+        w = np.ones(4, np.float32)
+        SGD([w], lr=0.5).step(grads)
+        if grads[0] is tensor:
+            from_torch = w.copy()
+    np.testing.assert_array_equal(from_torch, w)
+    masters = MasterWeights([tensor.clone()]).masters
+    np.testing.assert_array_equal(masters[0], values.astype(np.float32))
+    assert numerics.sum(tensor).view(np.uint16) == numerics.sum(values).view(np.uint16)
+
+
 def test_byte_swapped_params():
     """Byte-swapped float32 and bfloat16 parameters are updated in place, as np.copyto writes
     them (they were refused). References: the documented update in float32 arithmetic, rounded
