@@ -4,6 +4,8 @@ import ctypes
 import gc
 import subprocess
 import sys
+import threading
+import time
 import weakref
 
 import numpy as np
@@ -180,6 +182,69 @@ def test_export_keeps_the_array_alive_and_unconsumed_capsule_releases_it():
     del y
     gc.collect()
     assert ref() is None
+
+
+PyCapsule_SetName = ctypes.pythonapi.PyCapsule_SetName
+PyCapsule_SetName.restype = ctypes.c_int
+PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_deleter_called_without_the_gil_releases_the_array_later(versioned):
+    """A consumer may call the deleter from a thread that does not hold the GIL (JAX's copy
+    worker): the deleter must not wait for the GIL there (see the exit test below); the array
+    is released on the main thread soon after, and is alive until then."""
+    x = np.arange(8, dtype=np.uint16).view(bfloat16)
+    ref = weakref.ref(x)
+    cap = interop.to_dlpack(x).__dlpack__(max_version=(1, 0) if versioned else None)
+    name = PyCapsule_GetName(cap)
+    ptr = PyCapsule_GetPointer(cap, name)
+    cls = DLManagedTensorVersioned if versioned else DLManagedTensor
+    deleter = cls.from_address(ptr).deleter      # a CFUNCTYPE: ctypes releases the GIL to call it
+    assert PyCapsule_SetName(cap, b"used_" + name) == 0   # consumed: its destructor does nothing
+    del x
+    gc.collect()
+    assert ref() is not None
+    worker = threading.Thread(target=deleter, args=(ptr,))
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    for _ in range(1000):                         # the main thread runs the pending release
+        if ref() is None:
+            break
+        time.sleep(0.001)
+    assert ref() is None
+    del cap
+
+
+_EXIT_WITH_A_JAX_EXPORT = """
+import numpy as np
+from bfloat16_dtype import bfloat16, interop
+x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(bfloat16)
+j = interop.to_jax(x)   # JAX copies unaligned data on a worker, which calls our deleter
+"""
+
+
+def test_process_exits_while_jax_holds_an_export():
+    """JAX's copy worker called the deleter while the interpreter finalized; it waited for the
+    GIL, was ended there, and JAX's thread pool waited for it for ever: the process never
+    exited (8 runs in 8). The deleter never waits for the GIL off the GIL now."""
+    pytest.importorskip("jax", reason="jax not installed")
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", _EXIT_WITH_A_JAX_EXPORT], cwd=TESTS_DIR,
+                           capture_output=True, text=True, timeout=240)
+        assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_odd_stride_of_a_length_one_axis_exports():
+    """A length-1 axis is never stepped along, so its stride does not matter (NumPy's own
+    __dlpack__ checks the others only); an odd one was refused with a BufferError."""
+    s = np.zeros(1, dtype=[("a", "u1"), ("b", bfloat16), ("f", np.float16)])
+    s["b"] = bfloat16(1.5)
+    got, _, data = read_back(interop.to_dlpack(s["b"]).__dlpack__(max_version=(1, 0)))
+    assert got.view(bfloat16).tolist() == [1.5] and data == s["b"].ctypes.data
+    with pytest.raises(BufferError, match="stride 5 bytes"):
+        interop.to_dlpack(np.zeros(2, dtype=s.dtype)["b"]).__dlpack__(max_version=(1, 0))
 
 
 def test_export_checks_arguments():

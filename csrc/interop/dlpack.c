@@ -6,6 +6,7 @@
  * here so the build needs no extra header.
  */
 #include "interop.h"
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,13 +61,60 @@ typedef struct {
     int64_t dims[];
 } export_versioned;
 
-/* A consumer may call the deleter from any thread, so take the GIL to release the array. */
+/*
+ * A consumer may call the deleter from any thread: JAX calls it from its copy worker, also
+ * while the interpreter finalizes, and a thread that waited for the GIL there was ended
+ * partway through JAX's task, whose thread pool then waited for it for ever (the process
+ * never exited: tests/test_interop_dlpack.py::test_process_exits_while_jax_holds_an_export).
+ * So a thread that does not hold the GIL never waits for it: it queues the owner on a
+ * lock-free list and asks the main thread, through a pending call (which needs no GIL), to
+ * release the queued owners; any still queued when the interpreter is gone are left alone.
+ * A thread that holds the GIL (torch freeing a tensor) releases the owner at once.
+ */
+typedef struct owner_node {
+    PyObject *owner;
+    struct owner_node *next;
+} owner_node;
+static _Atomic(owner_node *) queued_owners = NULL;
+static atomic_int release_scheduled = 0;
+
+/* With the GIL: releases every queued owner (a pending call; also each export). */
+static int
+release_queued_owners(void *NPY_UNUSED(arg))
+{
+    atomic_store(&release_scheduled, 0);
+    owner_node *n = atomic_exchange(&queued_owners, NULL);
+    while (n != NULL) {
+        owner_node *next = n->next;
+        Py_DECREF(n->owner);
+        free(n);
+        n = next;
+    }
+    return 0;
+}
+
 static void
 release_owner(void *owner)
 {
-    PyGILState_STATE st = PyGILState_Ensure();
-    Py_XDECREF((PyObject *)owner);
-    PyGILState_Release(st);
+    if (owner == NULL) {
+        return;
+    }
+    if (PyGILState_Check()) {
+        Py_DECREF((PyObject *)owner);
+        return;
+    }
+    owner_node *n = (owner_node *)malloc(sizeof *n);
+    if (n == NULL) {
+        return; /* no memory to queue it: the array is leaked, nothing worse */
+    }
+    n->owner = (PyObject *)owner;
+    n->next = atomic_load(&queued_owners);
+    while (!atomic_compare_exchange_weak(&queued_owners, &n->next, n)) {
+    }
+    if (atomic_exchange(&release_scheduled, 1) == 0 &&
+            Py_AddPendingCall(release_queued_owners, NULL) < 0) {
+        atomic_store(&release_scheduled, 0); /* the queue was full: the next export drains */
+    }
 }
 
 static void
@@ -122,6 +170,9 @@ fill_tensor(DLTensor *t, PyArrayObject *arr, int64_t *dims)
     t->byte_offset = 0;
     for (int i = 0; i < nd; i++) {
         npy_intp s = PyArray_STRIDE(arr, i);
+        if (s % 2 != 0 && PyArray_DIM(arr, i) == 1) {
+            s = 2; /* never stepped along: any stride will do, as NumPy's own export has it */
+        }
         if (s % 2 != 0) {
             PyErr_Format(PyExc_BufferError,
                          "cannot export to DLPack: stride %zd bytes on axis %d is not a whole "
@@ -150,6 +201,9 @@ bf16_dlpack_export(PyObject *NPY_UNUSED(self), PyObject *args, PyObject *kwargs)
         return NULL;
     }
     PyArrayObject *arr = (PyArrayObject *)obj;
+    if (atomic_load(&queued_owners) != NULL) {
+        release_queued_owners(NULL); /* owners queued while a pending call could not be made */
+    }
     if (!PyArray_ISNOTSWAPPED(arr)) {
         PyErr_SetString(PyExc_BufferError,
                         "cannot export a byte-swapped bfloat16 array to DLPack (DLPack data is in "
