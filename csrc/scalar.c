@@ -328,12 +328,15 @@ convert_object(PyObject *obj, bf16_t *out, int *src_inf)
         Py_DECREF(item);
         return r;
     }
-    if (PyObject_CheckBuffer(obj) && !PyArray_IsScalar(obj, Generic)) {
+    PyNumberMethods *nb_of_obj = Py_TYPE(obj)->tp_as_number;
+    if (PyObject_CheckBuffer(obj) && !PyArray_IsScalar(obj, Generic) &&
+            (nb_of_obj == NULL || (nb_of_obj->nb_float == NULL && nb_of_obj->nb_index == NULL))) {
         /* float() reads the bytes of a bytearray, memoryview, array.array('b') or any other
-         * buffer as text, and so do float16's item assignment, fill and object casts:
-         * bytearray(b"1.5") gives 1.5, rounded once (tests/test_conversions.py::
-         * test_buffers_of_text_convert_like_float16). Bytes that are no number leave a
-         * sequence to the error below, a buffer that is no sequence to float(). */
+         * buffer without __float__/__index__ as text, and so do float16's item assignment,
+         * fill and object casts: bytearray(b"1.5") gives 1.5, rounded once
+         * (tests/test_conversions.py::test_buffers_of_text_convert_like_float16). Bytes that
+         * are no number leave a sequence to the error below, a buffer that is no sequence to
+         * float(). */
         Py_buffer view;
         if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) == 0) {
             int r = bf16_parse_text((const char *)view.buf, (size_t)view.len, out);
@@ -384,8 +387,9 @@ by_float:;
 }
 
 /* Whether the source already was infinite, so that reaching inf is no overflow. Text (also in a
- * bytearray or other buffer) counts as infinite when float() reads it as inf: "inf", "-Infinity", and decimals past float64's range
- * such as "1e400", which float16's constructor (through a Python float) takes silently
+ * bytearray or other buffer) counts as infinite when float() reads it as inf: "inf",
+ * "-Infinity", and decimals past float64's range such as "1e400", which float16's constructor
+ * (through a Python float) takes silently
  * (tests/test_scalar.py::test_overflow_to_inf_warns_like_float16). */
 static int
 denotes_infinity(PyObject *obj)
