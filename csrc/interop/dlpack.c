@@ -96,8 +96,8 @@ release_queued_owners(void *NPY_UNUSED(arg))
 static void
 release_owner(void *owner)
 {
-    if (owner == NULL) {
-        return;
+    if (owner == NULL || !Py_IsInitialized()) {
+        return; /* the interpreter is ending or gone: nothing to release the array into */
     }
     if (PyGILState_Check()) {
         Py_DECREF((PyObject *)owner);
