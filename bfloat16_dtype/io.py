@@ -555,10 +555,8 @@ def _bits_all_equal(by_value):
         data = self._data
         # ours or ml_dtypes' (zarr takes a JAX array's chunks as they are: the same name)
         if other is not None and isinstance(data, np.ndarray) and _is_bfloat16(data.dtype):
-            order = data.dtype.byteorder if data.dtype.byteorder in "<>" else "="
-            bits = data.view(np.dtype(np.uint16).newbyteorder(order))  # byte-swapped ones too
             fill = np.asarray(other, _DTYPE).view(np.uint16)
-            return bool((bits == fill).all())
+            return bool((_le_bits(data) == fill).all())  # byte-swapped chunks too
         return by_value(self, other, equal_nan)
 
     all_equal._bfloat16_by_bits = True

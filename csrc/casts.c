@@ -1003,8 +1003,9 @@ bf16_to_f32_loop(PyArrayMethod_Context *NPY_UNUSED(context), char *const *data,
     return 0;
 }
 
-/* Native byte order on both sides (NumPy swaps other data on the way in or out); the other
- * side's default descriptor when it is not given (a datetime's: generic units, as float16's). 0, or -1 with an exception set. */
+/* Native byte order on both sides (NumPy swaps other data on the way in or out), a given
+ * datetime keeping its unit; the other side's default descriptor when it is not given (a
+ * datetime's: generic units, as float16's). 0, or -1 with an exception set. */
 static int
 native_cast_descriptors(PyArray_DTypeMeta *const *dtypes, PyArray_Descr *const *given,
                         PyArray_Descr **loop)
