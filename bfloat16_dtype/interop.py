@@ -223,9 +223,26 @@ def _register_numpy_ma() -> None:
         ma.default_fill_value = default_fill_value
 
 
+def _normalize_dtype_token(dt: np.dtype) -> tuple[str, str]:
+    return ("bfloat16_dtype.bfloat16", dt.str)
+
+
+def _register_dask_tokenize() -> None:
+    """Give this package's dtype its own dask token.
+
+    dask tokenizes a dtype by ``dtype.str``, which is ``'<V2'`` for this bfloat16 and for
+    ml_dtypes' alike: ``da.ones(n, dtype=bfloat16)`` and ``da.ones(n, dtype=ml_dtypes.bfloat16)``
+    (and ``x.astype`` of either) got the same key, so a graph holding both computed one of them
+    for the other, whose dtype then differed from the collection's
+    (tests/test_dask.py::test_dask_keys_tell_the_two_bfloat16s_apart)."""
+    from dask.base import normalize_token
+
+    normalize_token.register(type(_DTYPE))(_normalize_dtype_token)
+
+
 # What to run right after each optional library is loaded, by module name.
 _AFTER_IMPORT = {"ml_dtypes": register_ml_dtypes, "zarr": _register_zarr,
-                 "numpy.ma.core": _register_numpy_ma}
+                 "numpy.ma.core": _register_numpy_ma, "dask.base": _register_dask_tokenize}
 _pending: set[str] = set()          # names whose callback has not run yet (changed under _hook_lock)
 _hook_lock = threading.Lock()
 
@@ -325,11 +342,26 @@ class DLPackTensor:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None):
         if stream is not None:
             raise BufferError(f"bfloat16 arrays live in host memory: stream must be None, got {stream!r}")
-        if dl_device is not None and tuple(dl_device) != (1, 0):
-            raise BufferError(f"bfloat16 arrays can only be exported to the CPU (1, 0), not {dl_device!r}")
+        if copy is not None and not isinstance(copy, (bool, np.bool_)):
+            raise TypeError(f"__dlpack__: copy must be True, False or None, got {copy!r}")
+        major = 0
+        if max_version is not None:
+            try:
+                major, _minor = (int(v) for v in max_version)
+            except (TypeError, ValueError):
+                raise TypeError(f"__dlpack__: max_version must be None or a (major, minor) tuple "
+                                f"of ints, got {max_version!r}") from None
+        if dl_device is not None:
+            try:
+                device_type, device_id = (int(v) for v in dl_device)
+            except (TypeError, ValueError):
+                raise TypeError(f"__dlpack__: dl_device must be None or a (device_type, device_id) "
+                                f"tuple, got {dl_device!r}") from None
+            if (device_type, device_id) != (1, 0):
+                raise BufferError(f"bfloat16 arrays can only be exported to the CPU (1, 0), not {dl_device!r}")
         arr = self._array.copy() if copy else self._array
-        versioned = max_version is not None and int(max_version[0]) >= 1
-        return _ext._dlpack_export(arr, versioned)
+        # a versioned capsule of a copy says so (IS_COPIED), as NumPy's does
+        return _ext._dlpack_export(arr, major >= 1, bool(copy))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0)
@@ -346,7 +378,15 @@ def _view_ml_bfloat16(x: np.ndarray) -> np.ndarray:
         return x
     if _ml_dtype is None:
         register_ml_dtypes()
-    return x.view(_DTYPE) if _ml_dtype is not None and x.dtype == _ml_dtype else x
+    if _ml_dtype is None:
+        return x
+    if x.dtype == _ml_dtype:
+        return x.view(_DTYPE)
+    # the other byte order: ours in that order, which every helper takes as it takes ours
+    # (tests/test_interop_dlpack.py::test_byte_swapped_ml_dtypes_arrays_are_read)
+    if x.dtype == _ml_dtype.newbyteorder():
+        return x.view(_DTYPE.newbyteorder())
+    return x
 
 
 def _is_ml_bfloat16(dt: np.dtype) -> bool:
@@ -435,7 +475,11 @@ def from_dlpack(x: Any, *, copy: bool | None = None) -> np.ndarray:
     if copy is not None and not isinstance(copy, (bool, np.bool_)):
         raise TypeError(f"from_dlpack: copy must be True, False or None, got {copy!r}")
     out = _import_dlpack(x, unversioned_read_only=True)
-    return out.copy() if copy else out
+    if copy:
+        return out.copy()
+    # a new array object over the same memory, as np.from_dlpack gives for an ndarray
+    # (tests/test_interop_dlpack.py::test_from_dlpack_of_an_array_is_a_new_view)
+    return out.view() if out is x else out
 
 
 def _import_dlpack(x: Any, unversioned_read_only: bool) -> np.ndarray:

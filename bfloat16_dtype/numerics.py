@@ -6,9 +6,10 @@ dtype. For bfloat16 every intermediate is rounded to 8 significant bits:
 * ``np.round(x, decimals)`` scales by ``10**decimals`` *in bfloat16*, rounds to an integer and
   scales back, so ``np.round(bfloat16(0.02502), 2)`` gives 0.02 (the scaled value 2.502 rounds
   to 2.5 first, then to 2) and values above ``max / 10**decimals`` become inf.
-* ``np.mean`` divides a bfloat16 *rounded* sum by the count (two roundings; up to one ulp off),
-  and ``np.var``/``np.std`` build on it. numpy special-cases float16 to use float32 here; it
-  cannot do so for a user dtype.
+* ``np.mean`` divides a bfloat16 *rounded* sum by the count (two roundings; up to one ulp off,
+  either way; numpy special-cases float16 to sum in float32 here, and cannot do so for a user
+  dtype), and ``np.var``/``np.std`` subtract that mean: its error δ adds δ² to the variance,
+  far off for data whose mean is large against its spread.
 
 The functions below compute in float32 or float64 and round to bfloat16 once. They accept
 anything ``np.asarray`` accepts and return bfloat16 arrays (or bfloat16 scalars for 0-d

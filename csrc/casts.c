@@ -269,6 +269,22 @@ unicode_to_bf16(void *from, void *to, npy_intp n, void *fromarr, void *b)
 
 /* ---- out of bfloat16 ------------------------------------------------------------------- */
 
+/* bfloat16 -> unstructured void ('V2', 'V'): the two bytes as they lie in memory, cut or padded
+ * with zeros to the void's size, as float16's. NumPy's cast into void resolves the size and
+ * calls this legacy function on native, aligned buffers
+ * (tests/test_casts.py::test_to_void_gives_the_bytes_like_float16). */
+static void
+bf16_to_void(void *from, void *to, npy_intp n, void *NPY_UNUSED(fromarr), void *toarr)
+{
+    npy_intp width = PyArray_ITEMSIZE((PyArrayObject *)toarr);
+    npy_intp keep = width < 2 ? width : 2;
+    for (npy_intp i = 0; i < n; i++) {
+        char *d = (char *)to + i * width;
+        memcpy(d, (const char *)from + 2 * i, (size_t)keep);
+        memset(d + keep, 0, (size_t)(width - keep));
+    }
+}
+
 /* float -> integer the way numpy's float16 does it on x86: in-range values truncate; NaN,
  * inf and values outside the conversion's range raise the invalid flag (RuntimeWarning under
  * errstate) and give its minimum. Targets narrower than 32 bits and int32 convert through
@@ -1424,6 +1440,10 @@ init_casts(PyObject *NPY_UNUSED(module))
         if (r < 0) {
             return -1;
         }
+    }
+
+    if (PyArray_RegisterCastFunc(bf16_descr, NPY_VOID, bf16_to_void) < 0) {
+        return -1;
     }
 
     /*

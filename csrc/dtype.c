@@ -268,9 +268,11 @@ bf16_fillwithscalar(void *buffer, npy_intp length, void *value, void *NPY_UNUSED
 }
 
 /* np.fromstring/np.fromfile with `sep` call these two with the GIL released: pure C only
- * (csrc/number/parse.c), no Python C API. tests/test_parse.py runs them beside other threads. */
+ * (csrc/number/parse.c), no Python C API. tests/test_parse.py runs them beside other threads.
+ * Each value is stored in the descriptor's byte order (NumPy's own float16 and float32 store
+ * native bits into a '>' array there: tests/test_parse.py::test_text_readers_keep_a_swapped_dtypes_order). */
 static int
-bf16_fromstr(char *str, void *ip, char **endptr, PyArray_Descr *NPY_UNUSED(descr))
+bf16_fromstr(char *str, void *ip, char **endptr, PyArray_Descr *descr)
 {
     const char *end;
     bf16_t h;
@@ -279,18 +281,18 @@ bf16_fromstr(char *str, void *ip, char **endptr, PyArray_Descr *NPY_UNUSED(descr
         *endptr = (char *)end;
     }
     if (r == 0) {
-        store_bits(ip, h);
+        store_bits(ip, PyArray_ISNBO(descr->byteorder) ? h : swap_bits(h));
     }
     return r;
 }
 
 static int
-bf16_scanfunc(FILE *fp, void *dptr, char *NPY_UNUSED(ignore), PyArray_Descr *NPY_UNUSED(d))
+bf16_scanfunc(FILE *fp, void *dptr, char *NPY_UNUSED(ignore), PyArray_Descr *d)
 {
     bf16_t h;
     int r = bf16_scan_stream(fp, &h);
     if (r == 1) {
-        store_bits(dptr, h);
+        store_bits(dptr, PyArray_ISNBO(d->byteorder) ? h : swap_bits(h));
     }
     return r;
 }

@@ -1066,6 +1066,14 @@ is_unknown_operand(PyObject *o)
     if (PyObject_HasAttrString((PyObject *)Py_TYPE(o), "__array_ufunc__")) {
         return 0; /* NumPy's ufuncs defer to it */
     }
+    /* Lists and tuples become arrays of at least one dimension, and an array-like's elements
+     * meet this operator again one by one: neither is read here, so NumPy reads it once
+     * (tests/test_scalar.py::test_array_likes_are_read_once_like_float16). */
+    if (PyList_Check(o) || PyTuple_Check(o) || PyObject_HasAttrString(o, "__array__") ||
+            PyObject_HasAttrString(o, "__array_interface__") ||
+            PyObject_HasAttrString(o, "__array_struct__")) {
+        return 0;
+    }
     PyObject *arr = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
     if (arr == NULL) {
         if (!error_may_be_set_aside()) {

@@ -401,6 +401,36 @@ def test_datetime_casts_are_unsafe_like_float16(unit):
     assert np.can_cast(unit, BF, "unsafe") and not np.can_cast(unit, BF, "same_kind")
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 8])
+def test_to_void_gives_the_bytes_like_float16(all_bits, size):
+    """astype('V<n>') writes each value's bytes as they lie in memory, cut or padded with
+    zeros (float16's rule); byte-swapped and strided sources give the native bytes."""
+    h = np.array([1.5, -2.0, 3.0], np.float16)
+    pad = bytes(max(size - 2, 0))
+    assert [bytes(v) for v in h.astype(f"V{size}")] == [bytes(b)[:size] + pad for b in h]
+    x = all_bits.view(bfloat16)
+    want = [b[:size] + pad for b in (np.uint16(v).tobytes() for v in all_bits)]
+    got = x.astype(f"V{size}")
+    assert got.dtype == np.dtype(f"V{size}")
+    assert [bytes(v) for v in got] == want
+    assert [bytes(v) for v in x[::-3].astype(f"V{size}")] == want[::-3]
+    swapped = x.astype(BF.newbyteorder())
+    assert [bytes(v) for v in swapped[:4096].astype(f"V{size}")] == want[:4096]
+
+
+def test_to_unsized_void_takes_two_bytes_and_void_cannot_come_back():
+    x = np.array([1.5, -2.0], bfloat16)
+    assert x.astype("V").dtype == np.array([1.5], np.float16).astype("V").dtype == np.dtype("V2")
+    assert x.astype("V").tobytes() == x.tobytes()
+    v = np.empty(2, "V2")
+    v[...] = x
+    assert v.tobytes() == x.tobytes()
+    for casting in ("safe", "same_kind", "unsafe"):
+        assert np.can_cast(BF, "V2", casting) == np.can_cast(np.float16, "V2", casting)
+    with pytest.raises(ValueError):          # float16 refuses too (a sequence error)
+        np.array([b"\x00\x3f"], "V2").astype(bfloat16)
+
+
 def test_bf16_to_object_gives_scalars(all_bits, all_values):
     objs = all_values.astype(object)
     assert objs.dtype == object

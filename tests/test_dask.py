@@ -269,3 +269,37 @@ def test_dask_own_paths_round_per_block():
     a = da.ones((4, 12 * 257), dtype=bfloat16, chunks=(4, 257))
     assert float((a @ a.T)[0, 0].compute()) == 3072.0
     assert float(a[0].sum().compute()) == 3072.0
+
+
+@pytest.mark.parametrize("first", ["import dask.array", "import bfloat16_dtype"])
+def test_dask_keys_tell_the_two_bfloat16s_apart(first):
+    # dask tokenizes a dtype by dtype.str, '<V2' for both bfloat16s: da.ones of each had one key,
+    # so a graph holding both computed ml_dtypes' array in place of ours
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import TESTS_DIR
+
+    pytest.importorskip("ml_dtypes")
+    code = textwrap.dedent(f"""
+        {first}
+        import numpy as np, dask, dask.array as da, ml_dtypes
+        from dask.base import tokenize
+        from bfloat16_dtype import bfloat16
+        ours, theirs = np.dtype(bfloat16), np.dtype(ml_dtypes.bfloat16)
+        assert tokenize(ours) != tokenize(theirs)
+        assert tokenize(ours) != tokenize(ours.newbyteorder())
+        assert tokenize(ours) == tokenize(np.dtype(bfloat16))      # still deterministic
+        a = da.ones(4, dtype=bfloat16, chunks=2); b = da.ones(4, dtype=theirs, chunks=2)
+        assert a.name != b.name
+        f = da.arange(4, dtype=np.float32, chunks=2)
+        assert f.astype(bfloat16).name != f.astype(theirs).name
+        with dask.config.set(scheduler="synchronous"):
+            s = (a + b).compute(); c = da.concatenate([a, b]).compute()
+            ab = da.stack([f.astype(bfloat16), f.astype(theirs)]).compute()
+        assert s.dtype == ours and c.dtype == ours and ab.dtype == ours, (s.dtype, c.dtype, ab.dtype)
+    """)
+    res = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr

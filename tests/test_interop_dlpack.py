@@ -263,6 +263,43 @@ def test_export_checks_arguments():
     assert read_back(copied)[2] != d._array.ctypes.data
 
 
+def test_from_dlpack_of_an_array_is_a_new_view():
+    """np.from_dlpack(float32_array) is a new array over the same memory; so is ours."""
+    x = np.arange(4, dtype=np.uint16).view(bfloat16)
+    y = interop.from_dlpack(x)
+    assert y is not x and y.ctypes.data == x.ctypes.data and y.dtype == x.dtype
+    y[0] = 5.0
+    assert x[0] == 5.0
+
+
+def test_dlpack_keywords_are_checked():
+    """Bad max_version/dl_device/copy values raise TypeError naming the keyword (max_version=1
+    raised "'int' object is not subscriptable", copy="no" made a copy)."""
+    d = interop.to_dlpack(np.arange(4, dtype=np.float32).astype(bfloat16))
+    for kw in (dict(max_version=1), dict(max_version=()), dict(max_version=(1,)),
+               dict(max_version=("a", 0)), dict(dl_device=1), dict(dl_device=(1,)),
+               dict(copy="no"), dict(copy=0)):
+        name = next(iter(kw))
+        with pytest.raises(TypeError, match=name):
+            d.__dlpack__(**kw)
+    bits, flags, _ = read_back(d.__dlpack__(max_version=np.array([1, 0]), dl_device=(np.int32(1), 0)))
+    assert bits.tolist() == [0, 0x3F80, 0x4000, 0x4040] and flags == 0
+
+
+def test_copy_true_sets_the_is_copied_flag():
+    """DLPack 1.0's IS_COPIED bit (1 << 1) tells a consumer the memory is its alone; set with
+    copy=True only, beside the read-only bit of a read-only array."""
+    x = np.ones(3, bfloat16)
+    d = interop.to_dlpack(x)
+    assert read_back(d.__dlpack__(max_version=(1, 0), copy=True))[1] == 2
+    assert read_back(d.__dlpack__(max_version=(1, 0), copy=False))[1] == 0
+    assert read_back(d.__dlpack__(max_version=(1, 0)))[1] == 0
+    x.flags.writeable = False
+    bits, flags, data = read_back(d.__dlpack__(max_version=(1, 0), copy=True))
+    assert data != x.ctypes.data and flags == 2      # the copy is writable
+    assert read_back(d.__dlpack__(max_version=(1, 0)))[1] == 1
+
+
 # ---- import of hand-built capsules -------------------------------------------------------
 
 def test_import_strides_offset_and_deleter():
@@ -483,6 +520,29 @@ def test_byte_swapped_arrays_and_non_arrays():
         x.view(np.uint16).tolist()
     with pytest.raises(TypeError, match="expects a numpy array, got list"):
         interop.to_torch([1.0, 2.0])
+
+
+def test_byte_swapped_ml_dtypes_arrays_are_read():
+    """ml_dtypes' bfloat16 in the other byte order is read as a native copy, as ours is (the
+    helpers compared its dtype to the native one and refused it: "expects a bfloat16 array,
+    got dtype dtype(bfloat16)")."""
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install torch==2.13.0)")
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes not installed")
+    from bfloat16_dtype import numerics
+
+    x = np.array([1.5, -2.0, 0.1], bfloat16)
+    theirs = np.dtype(ml_dtypes.bfloat16)
+    swapped = x.astype(theirs.newbyteorder())
+    assert interop.to_torch(swapped).view(torch.int16).numpy().view(np.uint16).tolist() == \
+        x.view(np.uint16).tolist()
+    assert interop.from_dlpack(swapped).view(np.uint16).tolist() == x.view(np.uint16).tolist()
+    assert interop.from_dlpack(interop.to_dlpack(swapped)).dtype == np.dtype(bfloat16)
+    assert float(numerics.mean(swapped)) == float(numerics.mean(x))
+    out = np.empty((), theirs.newbyteorder())                  # and written, as out=
+    assert numerics.mean(x, out=out) is out
+    assert out.astype(np.float32) == np.float32(numerics.mean(x))
+    with pytest.raises(TypeError, match="expects a bfloat16 array"):
+        interop.to_torch(np.ones(2, np.dtype(np.float16).newbyteorder()))
 
 
 def test_to_jax_any_strides():

@@ -381,3 +381,20 @@ def test_fromstring_beside_python_threads():
     """)
     r = subprocess.run([sys.executable, "-c", code], cwd=TESTS_DIR, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "done" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def test_text_readers_keep_a_swapped_dtypes_order(tmp_path):
+    """np.fromstring/np.fromfile with sep= and a byte-swapped bfloat16 dtype store each value in
+    that order: the array reads back the values written (NumPy's float16 and float32 store native
+    bits there and read back other numbers; np.loadtxt is right for both)."""
+    swapped = np.dtype(bfloat16).newbyteorder()
+    text = "1.5 2.5 -0.0078125 inf nan 3.3895e38"
+    want = np.array([0x3FC0, 0x4020, 0xBC00, 0x7F80, 0x7FC0, 0x7F7F], np.uint16).view(bfloat16)
+    got = np.fromstring(text, dtype=swapped, sep=" ")
+    assert got.dtype == swapped
+    np.testing.assert_array_equal(got.astype(bfloat16).view(np.uint16), want.view(np.uint16))
+    path = tmp_path / "values.txt"
+    path.write_text(text.replace(" ", ", "))
+    back = np.fromfile(path, dtype=swapped, sep=",")
+    np.testing.assert_array_equal(back.astype(bfloat16).view(np.uint16), want.view(np.uint16))
+    assert np.loadtxt(path, dtype=swapped, delimiter=",").astype(np.float32).tolist()[:2] == [1.5, 2.5]

@@ -699,6 +699,46 @@ def test_unknown_operands_do_not_recurse(other):
                 assert outcome(make(bfloat16)) == outcome(make(np.float16)), (f, first)
 
 
+class _CountingArrayLike:
+    """An array-like whose __array__ counts its calls and gives an object array of `value`."""
+    calls = 0
+
+    def __init__(self, value):
+        self.value = value
+
+    def __array__(self, dtype=None, copy=None):
+        type(self).calls += 1
+        return np.array(self.value, dtype=object)
+
+
+@pytest.mark.parametrize("value", [2.0, None, [1.0, 2.0]], ids=repr)
+def test_array_likes_are_read_once_like_float16(value):
+    """A scalar operator reads an array-like operand once, as float16's does, and a 0-d object
+    array-like computes on its element (TypeError where float16's does too). NumPy's object
+    loop meets float16 as a Python float and ours as a bfloat16 scalar (our object cast), so
+    the values agree to bfloat16's precision."""
+    def outcome(x, f, first):
+        _CountingArrayLike.calls = 0
+        try:
+            r = f(*((x, _CountingArrayLike(value)) if first else (_CountingArrayLike(value), x)))
+        except TypeError:
+            return "TypeError", _CountingArrayLike.calls
+        r = np.asarray(r, dtype=float if np.asarray(r).dtype == object else None)
+        kind = "f" if r.dtype in (np.dtype(bfloat16), np.dtype(np.float16)) else r.dtype.kind
+        return kind, r.shape, np.asarray(r, np.float64).tolist(), _CountingArrayLike.calls
+
+    ops = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+           operator.lt, operator.eq]
+    for f in ops:
+        for first in (True, False):
+            got, want = outcome(bfloat16(1.5), f, first), outcome(np.float16(1.5), f, first)
+            assert got[-1] == want[-1] == 1, (f, first)
+            assert got[0] == want[0], (f, first, got, want)
+            if got[0] != "TypeError":
+                assert got[1] == want[1], (f, first, got, want)
+                np.testing.assert_allclose(got[2], want[2], rtol=2.0**-8)
+
+
 @pytest.mark.parametrize("value", [[1.5], (1.5,), [], [1, 2], range(1), np.array([1.5]),
                                    np.array([[1.5]]), np.array([1.5], bfloat16)],
                          ids=lambda v: f"{type(v).__name__}{np.shape(v)}")

@@ -147,3 +147,39 @@ def test_pandas_3_refuses_bfloat16_in_more_places():
         pd.concat([df, df])
     f = df.astype({"x": np.float32})
     assert pd.concat([f, f])["x"].tolist() == [1.5, 2.5, 1.5, 2.5]
+
+
+def test_pandas_map_apply_transpose_concat_and_groupby_std():
+    """pandas 3 infers float16 from the values map()/apply() return (inf above 65504, silently),
+    and refuses a bfloat16 column in df.T, in concat of two frames holding only that column and
+    in groupby std (README, "Differences from float16 that remain"). float32 behaves."""
+    pd = pytest.importorskip("pandas", reason="pandas not installed")
+    if int(pd.__version__.split(".")[0]) < 3:
+        pytest.skip("checked with pandas 3")
+    s = pd.Series(np.array([45056.0, 74752.0], bfloat16))
+    for got in (s.map(lambda v: v), s.apply(lambda v: v)):
+        assert got.dtype == np.float16 and got.tolist()[0] == 45056.0 and np.isinf(got.tolist()[1])
+    df = pd.DataFrame({"x": np.array([1.5, 2.5], bfloat16)})
+    with pytest.raises(NotImplementedError):
+        df.T
+    with pytest.raises(NotImplementedError):
+        pd.concat([df, df])
+    with pytest.raises(TypeError, match="std"):
+        df.groupby([0, 0])["x"].std()
+    f = df.astype({"x": np.float32})
+    assert f.T.shape == (1, 2) and pd.concat([f, f])["x"].tolist() == [1.5, 2.5, 1.5, 2.5]
+    assert pd.Series(s.to_numpy().astype(np.float32)).map(lambda v: v).tolist() == [45056.0, 74752.0]
+
+
+def test_scikit_learn_fits_then_refuses_to_predict():
+    """A scikit-learn estimator that asks check_array for float64/float32 converts the
+    bfloat16 training data and fits; predict() then runs the plain 'numeric' check and
+    refuses the same array (README). Convert once at the boundary."""
+    linear = pytest.importorskip("sklearn.linear_model", reason="scikit-learn not installed")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 2)).astype(bfloat16)
+    y = (x.astype(np.float32)[:, 0] > 0).astype(int)
+    model = linear.LogisticRegression().fit(x, y)
+    with pytest.raises(ValueError, match="numeric"):
+        model.predict(x)
+    assert (model.predict(x.astype(np.float32)) == y).mean() > 0.9

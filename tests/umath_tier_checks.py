@@ -1039,3 +1039,27 @@ def test_power_twin_matches_the_scalar_loop():
     assert_block_warnings_match(np.power, [
         (0x4000, 0x4300), (0x4000, 0xC300), (0x8000, 0xBF80), (0xBF80, 0x3F00),
         (0x7F81, 0x3F80), (0x3F80, 0x7F81), (0x0001, 0x4000), (0x7F80, 0xBF80)], lane=9)
+
+
+@pytest.mark.parametrize("name", ["add", "multiply"])
+def test_rounding_overflow_flag_next_to_a_nan_or_inf(name):
+    """A finite float32 result that rounds to the bfloat16 infinity raises "overflow" even when
+    its neighbour (the other half of its even/odd lane pair, whose magnitudes the avx512 tier
+    combines with vrangeps before the flag add) is a NaN or an infinity: at every position of
+    a 32-lane block and of its tails, in place too."""
+    # 0x7f7f + 2^119 and 1.4140625 2^63 * 1.4140625 2^64 are finite in float32, inf in bfloat16
+    av, bv = (0x7F7F, 0x7B00) if name == "add" else (0x5F35, 0x5FB5)
+    f = getattr(np, name)
+    assert warning_kinds(lambda x: f(x, np.array([bv], np.uint16).view(BF16)),
+                         np.array([av], np.uint16).view(BF16)) == ["overflow"]
+    for n in (2, 3, 17, 33, 64, 65):
+        for p in range(n):
+            for q in {p ^ 1, p - 1, p + 1} & set(range(n)) - {p}:
+                for special in (0x7FC0, 0xFF80, 0x7F80):
+                    a = np.full(n, 1.0, BF16)
+                    b = np.full(n, 1.0, BF16)
+                    a.view(np.uint16)[p], b.view(np.uint16)[p] = av, bv
+                    a.view(np.uint16)[q] = special
+                    assert warning_kinds(lambda x: f(x, b), a) == ["overflow"], (n, p, q, special)
+                    x = a.copy()
+                    assert warning_kinds(lambda y: f(y, b, out=y), x) == ["overflow"], (n, p, q)

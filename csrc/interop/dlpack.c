@@ -18,6 +18,7 @@ enum { kDLBfloat = 4 };
 #define DLPACK_MAJOR 1
 #define DLPACK_MINOR 0
 #define FLAG_READ_ONLY ((uint64_t)1 << 0)
+#define FLAG_IS_COPIED ((uint64_t)1 << 1)
 
 typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
 typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
@@ -185,14 +186,16 @@ fill_tensor(DLTensor *t, PyArrayObject *arr, int64_t *dims)
     return 0;
 }
 
-/* _dlpack_export(array, versioned) -> capsule "dltensor" or "dltensor_versioned". */
+/* _dlpack_export(array, versioned, copied=False) -> capsule "dltensor" or "dltensor_versioned";
+ * copied marks a versioned export as a copy the consumer owns alone (the IS_COPIED flag). */
 PyObject *
 bf16_dlpack_export(PyObject *NPY_UNUSED(self), PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"array", "versioned", NULL};
+    static char *kwlist[] = {"array", "versioned", "copied", NULL};
     PyObject *obj;
-    int versioned = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op:_dlpack_export", kwlist, &obj, &versioned)) {
+    int versioned = 0, copied = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op|p:_dlpack_export", kwlist, &obj, &versioned,
+                                     &copied)) {
         return NULL;
     }
     if (!PyArray_Check(obj) || PyArray_DESCR((PyArrayObject *)obj)->type_num != bf16_type_num) {
@@ -231,7 +234,7 @@ bf16_dlpack_export(PyObject *NPY_UNUSED(self), PyObject *args, PyObject *kwargs)
         }
         e->managed.version.major = DLPACK_MAJOR;
         e->managed.version.minor = DLPACK_MINOR;
-        e->managed.flags = writeable ? 0 : FLAG_READ_ONLY;
+        e->managed.flags = (writeable ? 0 : FLAG_READ_ONLY) | (copied ? FLAG_IS_COPIED : 0);
         e->managed.deleter = delete_versioned;
         Py_INCREF(obj);
         e->managed.manager_ctx = obj;

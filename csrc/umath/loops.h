@@ -227,9 +227,11 @@ static void unary_bits_contig(const char *a, char *o, npy_intp n)
 
 /* Facts about the functors that every tier's twins use (loops_avx2.cpp, loops_avx512.cpp). */
 
-/* Float32 arithmetic on widened bfloat16, whose NaNs are the hardware's: quiet, with zero low
- * bits, which the rounding add leaves as they are, so the twins skip the NaN test (maximum and
- * the like pass an input NaN through, signalling ones included, and keep it). */
+/* Float32 arithmetic on widened bfloat16, whose NaNs are the hardware's: quiet (an operand's
+ * NaN comes out with its quiet bit set), with zero low bits, which the rounding add leaves as
+ * they are, so the twins skip the NaN test. A functor that returns its NaN operand as it is
+ * (sign) keeps the narrowing's NaN test, which quiets it, as maximum/minimum quiet theirs
+ * (order_scan.h; README "Differences from float16"). */
 template <class Op> struct HardwareNaNs : std::false_type {};
 template <> struct HardwareNaNs<Add> : std::true_type {};
 template <> struct HardwareNaNs<Subtract> : std::true_type {};

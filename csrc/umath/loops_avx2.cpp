@@ -757,7 +757,6 @@ int approximate_unary(const char *a, char *o, npy_intp n)
         unary_table_apply(table, a, 2, o, 2, n);
         return 0;
     }
-    unsigned flags = 0;
     int ovf = 0;
     npy_intp i = 0;
     const __m256i half = _mm256_set1_epi32(0x8000 + NEAR);
@@ -780,17 +779,9 @@ int approximate_unary(const char *a, char *o, npy_intp n)
             redo &= redo - 1;
             alignas(16) bf16_t in[8];
             _mm_store_si128((__m128i *)in, h);
-            char *dst = o + 2 * (i + j);
-            if (table != nullptr) {
-                flags |= table->flags[in[j]];
-                st(dst, table->out[in[j]]);
-            }
-            else {
-                store_rounded(dst, Op::f(bf16_to_f32(in[j])), &ovf);
-            }
+            store_rounded(o + 2 * (i + j), Op::f(bf16_to_f32(in[j])), &ovf);
         }
     }
-    unary_table_raise(flags);
     before_scalar_tail();
     return ovf | unary_contig<Op>(a + 2 * i, o + 2 * i, n - i);
 }
