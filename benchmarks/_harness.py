@@ -103,6 +103,7 @@ def wait_for_quiet_threads(max_wait: float = QUIET_MAX_WAIT) -> float:
 
 
 BATCH_SAMPLE = 2e-4  # seconds: a call shorter than this is timed in batches lasting about this long
+WARM_AGAIN = 0.1  # seconds: a first call shorter than this is followed by three more warm-up calls
 
 
 def measure(fn: Callable[[], object], settings: Settings) -> Timing:
@@ -122,15 +123,18 @@ def measure(fn: Callable[[], object], settings: Settings) -> Timing:
     fn()
     warm = time.perf_counter() - start
     batch = 1
-    if warm < BATCH_SAMPLE:
-        # the first call also warmed caches: the fastest of the next three says what a call
-        # costs (one preempted call on a busy machine made batches of 1-2 calls)
+    if warm < WARM_AGAIN:
+        # the first call also warmed caches and woke the callee's sleeping thread pool (a
+        # multithreaded BLAS: tens of ms on a busy machine, which sized a 0.1 ms GEMM's cell
+        # as three cold calls): the fastest of the next three says what a call costs (one
+        # preempted call made batches of 1-2 calls)
         timed = []
         for _ in range(3):
             start = time.perf_counter()
             fn()
             timed.append(time.perf_counter() - start)
         warm = min(timed)
+    if warm < BATCH_SAMPLE:
         batch = max(1, int(BATCH_SAMPLE / max(warm, 1e-7)))
     if warm >= settings.slow_call:
         repeats = 1
@@ -728,10 +732,17 @@ def render_machine(info: dict[str, Any]) -> str:
     if removed:
         shown = ", ".join(f"{k}={v}" for k, v in removed.items())
         lines.append(
-            f"- float32 BLAS: {shown} were set in the environment (they force OpenBLAS's AVX2 kernel) "
+            f"- float32 BLAS: {shown} were set in the environment (they fix OpenBLAS's kernel to that core type) "
             "and were removed for this run, so float32 runs on OpenBLAS's best kernel for this CPU "
             "(the thread-pool line above shows the kernel threadpoolctl reports); the table *float32 "
             "BLAS with and without the forced core type* shows both"
+        )
+    kept = info.get("blas_env_kept") or {}
+    if kept:
+        shown = ", ".join(f"{k}={v}" for k, v in kept.items())
+        lines.append(
+            f"- float32 BLAS: {shown} kept (--keep-blas-env): float32 runs on the kernel they "
+            "force, not necessarily OpenBLAS's best for this CPU"
         )
     for key, desc in info["contenders"].items():
         lines.append(f"- Contender `{key}`: {desc}")

@@ -811,7 +811,7 @@ def _kernel_section(ctx: Context, key: str, title: str, note: str,
 
 
 def blas_forcing_env() -> dict[str, str]:
-    """The OpenBLAS variables run.py removed for this run (they force its AVX2 kernel)."""
+    """The OpenBLAS variables run.py removed for this run (they fix its kernel to a core type)."""
     raw = os.environ.get("BFLOAT16_BENCH_REMOVED_BLAS_ENV")
     return json.loads(raw) if raw else {}
 
@@ -832,7 +832,7 @@ def build_blas_env_comparison(ctx: Context) -> list[Section]:
          _ChildColumn("float32_forced", "float32", forced, ctx.settings.quick)),
     ]
     note = (
-        f"The environment set {shown}, which forces OpenBLAS's AVX2 kernel; the rest of this report "
+        f"The environment set {shown}, which fixes OpenBLAS's kernel to that core type; the rest of this report "
         "runs with them removed, so float32 uses OpenBLAS's best kernel for this CPU. This table shows "
         "both: each column is timed in a child process (the core type is fixed when OpenBLAS loads). "
         "GFLOP/s = 2·m·k·n / time."

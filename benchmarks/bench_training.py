@@ -416,7 +416,7 @@ def build_training(ctx: Context) -> list[Section]:
         draws = 64
         sr = np.zeros_like(w, dtype=np.float64)
         for _ in range(draws):
-            sr += to_bfloat16(w + delta, "stochastic", rng=rng).astype(np.float64)
+            sr += to_bfloat16(w.astype(np.float64) + delta, "stochastic", rng=rng).astype(np.float64)
         sr_mean = sr / draws
         n = delta.size
 

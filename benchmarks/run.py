@@ -5,7 +5,7 @@
     python benchmarks/run.py --only matmul,sort --threads 1 --json results.json
     python benchmarks/run.py --only matmul,matvec --isa   # adds our kernel under each ISA tier
 
-OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (which force OpenBLAS's AVX2 kernel) are removed for the
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (which fix OpenBLAS's kernel to one core type) are removed for the
 benchmark: run.py starts itself again without them (``--keep-blas-env`` keeps them) and the report
 says so, with float32 timed both ways.
 
@@ -150,6 +150,7 @@ def parse_areas(text: str) -> list[str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Benchmark report: bfloat16_dtype vs float32, float16, ml_dtypes and torch.",
+        allow_abbrev=False,   # run_without_blas_forcing looks for --keep-blas-env spelled out
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few repeats (CI, < 30 s)")
     parser.add_argument(
@@ -292,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = h.Context(settings, contenders, copy_gbs=bandwidth, isa=args.isa)
     machine = h.machine_info(settings, contenders, bandwidth)
     machine["blas_env_removed"] = json.loads(os.environ.get(REMOVED_MARK) or "{}")
+    machine["blas_env_kept"] = {k: os.environ[k] for k in BLAS_FORCING_VARS if k in os.environ}
     machine["crashing_operations"] = crashed
 
     sections: list[h.Section] = []

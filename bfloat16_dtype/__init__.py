@@ -12,9 +12,21 @@ bfloat16(1e+05)
 """
 from __future__ import annotations
 
+import importlib.util as _importlib_util
+
 import numpy as np
 
-from . import _ext
+try:
+    from . import _ext
+except ImportError as _exc:
+    if _importlib_util.find_spec(__name__ + "._ext") is not None:
+        raise                       # built, but it failed to load: NumPy's or the loader's error
+    # a source checkout without the built extension, found before the installed package (for
+    # example `python -m pytest` in the checkout puts it first on sys.path)
+    raise ImportError(
+        f"bfloat16_dtype's C extension is not built in {__path__[0]}: install the package "
+        "(pip install .) and run from another directory, or build it in place "
+        "(python setup.py build_ext --inplace)") from _exc
 from ._ext import bfloat16
 from ._config import config, show_config
 from ._finfo import register_finfo

@@ -13,7 +13,7 @@ float32's range and normally needs no scaling).
 >>> grads = [np.ones((2, 2), bfloat16)]      # from a backward pass in bfloat16
 >>> opt.step(grads); master.refresh()
 >>> print(master.masters[0][0, 0], master.working[0][0, 0], master.working[0].dtype)
-0.49899998 0.498 bfloat16
+0.499 0.498 bfloat16
 
 Without masters, round each update with stochastic rounding (:class:`SGD` or :class:`Adam`
 on bfloat16 parameters with ``rounding="stochastic"``): updates far below the spacing of the
@@ -158,7 +158,11 @@ class LossScaler:
             raise ValueError(f"{owner}: backoff_factor must be <= 1, got {backoff_factor!r}")
         if self.min_scale > self.max_scale:
             raise ValueError(f"{owner}: min_scale ({min_scale!r}) exceeds max_scale ({max_scale!r})")
-        if not self.min_scale <= init_scale <= self.max_scale:
+        if not isinstance(dynamic, (bool, np.bool_)):
+            raise TypeError(f"{owner}: dynamic must be a bool, got {dynamic!r}")
+        # a static scale never moves, so the bounds do not apply to it, as torch's GradScaler
+        # takes any static scale (tests/test_training.py::test_static_scale_ignores_the_bounds)
+        if dynamic and not self.min_scale <= init_scale <= self.max_scale:
             raise ValueError(
                 f"{owner}: init_scale must lie in [min_scale, max_scale] = "
                 f"[{self.min_scale!r}, {self.max_scale!r}], got {init_scale!r}"
@@ -166,8 +170,6 @@ class LossScaler:
         if isinstance(growth_interval, bool) or not isinstance(growth_interval, (int, np.integer)) \
                 or growth_interval < 1:
             raise ValueError(f"{owner}: growth_interval must be an int >= 1, got {growth_interval!r}")
-        if not isinstance(dynamic, (bool, np.bool_)):
-            raise TypeError(f"{owner}: dynamic must be a bool, got {dynamic!r}")
         self.dynamic = bool(dynamic)
         self.growth_interval = int(growth_interval)
         self.scale = init_scale
@@ -198,7 +200,9 @@ class LossScaler:
         gradients divided by the scale used for them, or ``None`` if the step must be skipped."""
         if isinstance(grads, np.ndarray):
             raise TypeError("LossScaler.unscale: grads must be a sequence of arrays, not one array")
-        grads = list(grads)
+        # torch tensors (CPU, any float dtype) as the optimizers take them
+        # (tests/test_training.py::test_unscale_takes_torch_tensors)
+        grads = [_asarray(g) for g in grads]
         finite = all_finite(grads)
         used = self.scale
         out = None
@@ -346,11 +350,17 @@ class _Optimizer:
             out.append(g.astype(np.float32))  # always a copy: the update may work in place
         return out
 
-    def _write(self, p: np.ndarray, new: np.ndarray) -> None:
-        """Store the float32 result ``new`` in ``p``: exactly for float32, rounded for bfloat16."""
+    def _write(self, p: np.ndarray, w: np.ndarray, delta: np.ndarray) -> None:
+        """Store ``w - delta`` (float32 operands) in ``p``: in float32 for float32 params,
+        rounded once to bfloat16 otherwise. Stochastic rounding subtracts in float64 (exact
+        to 2^-53 of w) and rounds from there: in float32 an update below half of w's float32
+        spacing would vanish before the random rounding and larger ones would be biased
+        (tests/test_training.py::test_stochastic_keeps_updates_below_float32_spacing)."""
         if p.dtype.type is np.float32:
-            p[...] = new
+            p[...] = w - delta
         elif self.rounding == "stochastic":
+            new = w.astype(np.float64)
+            new -= delta
             with np.errstate(over="ignore"):
                 if p.dtype.isnative:
                     to_bfloat16(new, "stochastic", rng=self._rng, out=p)
@@ -358,7 +368,7 @@ class _Optimizer:
                     p[...] = to_bfloat16(new, "stochastic", rng=self._rng)
         else:
             with np.errstate(over="ignore"):
-                np.copyto(p, new, casting="unsafe")
+                np.copyto(p, w - delta, casting="unsafe")
 
 
 class SGD(_Optimizer):
@@ -416,7 +426,7 @@ class SGD(_Optimizer):
                 buf *= mu
                 buf += g
                 g = buf
-            self._write(p, w - lr * g)
+            self._write(p, w, lr * g)
         self.steps += 1
 
     @property
@@ -497,10 +507,13 @@ class Adam(_Optimizer):
             m += a1 * g
             v *= b2
             v += a2 * (g * g)
+            delta = lr * ((m / c1) / (np.sqrt(v / c2) + eps))
             if wd and self.decoupled:
-                w -= lr * wd * w
-            update = (m / c1) / (np.sqrt(v / c2) + eps)
-            self._write(p, w - lr * update)
+                if p.dtype.type is np.float32:   # torch's order: the decay, then the step
+                    w -= lr * wd * w
+                else:                            # a bfloat16 weight: one difference, rounded once
+                    delta += (lr * wd) * w
+            self._write(p, w, delta)
 
     @property
     def state_nbytes(self) -> int:

@@ -307,13 +307,14 @@ def test_a_crashing_operation_of_ours_is_reported_not_fatal(tmp_path):
 
 def test_an_unimportable_package_is_reported_in_every_cell(tmp_path):
     env = _fake_package(tmp_path, "raise ImportError('extension not built')\n")
-    data = _run_with_env(tmp_path, env, "--only", "memory,reductions")
+    data = _run_with_env(tmp_path, env, "--only", "memory,reductions,elementwise")
     assert data["machine"]["contenders"]["ours"].startswith("error: ImportError: extension not built")
-    reductions = next(s for s in data["sections"] if s["key"] == "reductions")
-    for row in reductions["rows"]:
-        assert row["cells"]["ours"]["text"] == "error: ImportError: extension not built"
-        assert row["cells"]["float32"]["status"] == "ok"
-        assert row["speedup"]["float32"] is None
+    for key in ("reductions", "elementwise"):   # elementwise's tier note raised before the run
+        section = next(s for s in data["sections"] if s["key"] == key)
+        for row in section["rows"]:
+            assert row["cells"]["ours"]["text"] == "error: ImportError: extension not built"
+            assert row["cells"]["float32"]["status"] == "ok"
+            assert row["speedup"]["float32"] is None
 
 
 def test_blas_forcing_variables_removed_and_isa_tiers(tmp_path):
@@ -344,6 +345,17 @@ def test_blas_forcing_variables_removed_and_isa_tiers(tmp_path):
     for row in isa["rows"] + forced["rows"]:
         for cell in row["cells"].values():
             assert cell["status"] == "ok", cell
+
+
+def test_kept_blas_forcing_variables_are_reported(tmp_path):
+    """--keep-blas-env keeps OPENBLAS_CORETYPE for the run, and the machine section says so
+    (it said nothing of them)."""
+    env = dict(os.environ, OPENBLAS_CORETYPE="Haswell")
+    proc = _run_cli(tmp_path, "--keep-blas-env", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "OPENBLAS_CORETYPE=Haswell kept (--keep-blas-env)" in report
+    assert "were removed for this run" not in report
 
 
 def test_timing_waits_until_other_threads_are_idle():
@@ -470,7 +482,32 @@ def test_short_calls_are_timed_in_batches():
     long = []
     t = h.measure(spinner(2 * h.BATCH_SAMPLE, long), settings)
     assert 2 * h.BATCH_SAMPLE <= t.seconds < 20 * h.BATCH_SAMPLE
-    assert len(long) == 1 + t.repeats
+    assert len(long) == 4 + t.repeats      # warm-up, three more (below WARM_AGAIN), the samples
+
+
+def test_a_slow_first_call_does_not_size_the_cell():
+    """A first call far slower than the rest (a BLAS waking its sleeping threads: tens of ms on
+    a busy machine) made a 1 ms call's cell three samples; the fastest of three more warm-up
+    calls sizes it now."""
+    import time
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _harness as h
+    finally:
+        sys.path.pop(0)
+    calls = []
+
+    def fn():
+        calls.append(None)
+        until = time.perf_counter() + (0.05 if len(calls) == 1 else 1e-3)
+        while time.perf_counter() < until:
+            pass
+
+    settings = h.Settings(budget=0.05, max_repeats=50, min_repeats=3)
+    t = h.measure(fn, settings)
+    assert 1e-3 <= t.seconds < 5e-3
+    assert t.repeats >= 10      # budget / 1 ms would be 50; three when sized from the first call
 
 
 # ---- command-line validation: a usage error before anything runs, never a traceback ------------
@@ -507,8 +544,9 @@ def _assert_usage_error(proc: subprocess.CompletedProcess, option: str, prog: st
         (["--sizes", ","], "--sizes"),  # was the full run's default sizes, silently
         (["--sizes", "1.5"], "--sizes"),  # was 1, silently
         (["--dask-n", "inf"], "--dask-n"),
+        (["--keep"], "--keep"),  # an abbreviation of --keep-blas-env: it removed the variables
     ],
-    ids=["threads-1025", "sizes-inf", "sizes-comma", "sizes-1.5", "dask-n-inf"],
+    ids=["threads-1025", "sizes-inf", "sizes-comma", "sizes-1.5", "dask-n-inf", "keep-abbreviated"],
 )
 def test_bad_option_values_are_usage_errors(tmp_path, options, option):
     proc = _run_cli(tmp_path, *options)

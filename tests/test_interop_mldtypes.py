@@ -427,3 +427,15 @@ def test_helpers_take_ml_dtypes_arrays():
         rounding.to_bfloat16(np.ones(2, np.float32), out=swapped)
     with pytest.raises(TypeError, match="got dtype float8_e4m3fn"):
         numerics.mean(np.ones(2, ml_dtypes.float8_e4m3fn))
+
+
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.4.0", reason="same_value: NumPy >= 2.4")
+def test_same_value_is_not_declared_between_the_two_bfloat16s():
+    """The bit-copy casts between the two types are legacy cast functions, which cannot declare
+    casting="same_value": a TypeError naming the rule (README "Differences from float16")."""
+    x = np.array([1.5, -2.0], bfloat16)
+    theirs = x.astype(ml_dtypes.bfloat16)
+    for src, to in ((x, ml_dtypes.bfloat16), (theirs, bfloat16)):
+        with pytest.raises(TypeError, match="same_value"):
+            src.astype(to, casting="same_value")
+    assert theirs.astype(bfloat16, casting="safe").view(np.uint16).tolist() == x.view(np.uint16).tolist()

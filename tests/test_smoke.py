@@ -75,3 +75,20 @@ def test_stub_types_the_array_constructor(tmp_path):
     assert all("ndarray" in n for n in notes[1:3]), notes
     assert "ndarray" not in notes[3]
     assert isinstance(bfloat16_dtype.bfloat16([1, 2]), __import__("numpy").ndarray)
+
+
+def test_a_checkout_without_the_built_extension_says_so(tmp_path):
+    """Importing the package from a source tree whose extension is not built (`python -m pytest`
+    in a checkout puts it first on sys.path) names the problem and the two ways out, instead of
+    "cannot import name '_ext' from partially initialized module"."""
+    import shutil
+    from pathlib import Path
+
+    source = Path(bfloat16_dtype.__file__).parent
+    shutil.copytree(source, tmp_path / "bfloat16_dtype", ignore=shutil.ignore_patterns("_ext*", "__pycache__"))
+    proc = subprocess.run([sys.executable, "-c", "import bfloat16_dtype"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: bfloat16_dtype's C extension is not built in"), proc.stderr
+    assert "pip install ." in last and "build_ext --inplace" in last

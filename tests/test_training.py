@@ -226,6 +226,29 @@ def test_loss_scaler_bad_arguments(kwargs, match):
         LossScaler(**kwargs)
 
 
+def test_static_scale_ignores_the_bounds():
+    """A static scale never grows or backs off, so [min_scale, max_scale] does not bound it
+    (torch's GradScaler takes any static scale); it keeps its scale through skipped steps."""
+    for init in (2.0**30, 0.5):
+        scaler = LossScaler(init_scale=init, dynamic=False)
+        g = np.array([init * 3.0], np.float32)
+        assert scaler.unscale([g])[0].tolist() == [3.0]
+        assert scaler.unscale([np.array([np.inf], np.float32)]) is None and scaler.scale == init
+    with pytest.raises(ValueError, match="init_scale must lie"):
+        LossScaler(init_scale=0.5)                    # dynamic: the bounds hold
+
+
+def test_unscale_takes_torch_tensors():
+    """unscale takes CPU torch tensors of any float dtype, as the optimizers' step does
+    (it raised "all_finite: arrays[0] must be a numpy array")."""
+    torch = pytest.importorskip("torch", reason="torch not installed")
+    scaler = LossScaler(init_scale=4.0, dynamic=False)
+    for dt in (torch.float32, torch.bfloat16, torch.float16):
+        out = scaler.unscale([torch.tensor([8.0, -2.0], dtype=dt)])
+        assert out[0].dtype == np.float32 and out[0].tolist() == [2.0, -0.5]
+    assert scaler.unscale([torch.tensor([1.0, float("inf")], dtype=torch.bfloat16)]) is None
+
+
 def test_loss_scaler_scales_within_float32():
     """unscale multiplies by the scale's float32 reciprocal: a scale of 1e-40 once turned a
     zero gradient into NaN, 1e40 unscaled with a 0.3 % error (a subnormal reciprocal). Such
@@ -433,6 +456,36 @@ def test_swamping_nearest_loses_small_updates_stochastic_keeps_them_on_average()
         opt.step([np.full(4, -(2.0**-10), bfloat16)])
         mw.refresh()
     assert (mw.working[0].astype(np.float32) == 1.0 + 2.0**-7).all()
+
+
+@pytest.mark.parametrize("make", [
+    lambda w: SGD([w], lr=1.0, rounding="stochastic", rng=0),
+    lambda w: Adam([w], lr=2.0**-26, rounding="stochastic", rng=0),
+], ids=["SGD", "Adam"])
+def test_stochastic_keeps_updates_below_float32_spacing(make):
+    """An update of 2^-26 to weights of 1.0: below half of float32's spacing under 1 (2^-25),
+    so 1 - 2^-26 computed in float32 is 1.0 and the update vanished before the random rounding.
+    Rounded from the exact value, each weight drops to 1 - 2^-8 with probability 2^-18."""
+    n = 1 << 22
+    w = np.ones(n, bfloat16)
+    make(w).step([np.full(n, 2.0**-26, np.float32)])
+    values = w.astype(np.float64)
+    assert set(np.unique(values)) <= {1.0 - 2.0**-8, 1.0}
+    downs = np.count_nonzero(values < 1)
+    assert 2 <= downs <= 40   # binomial(2^22, 2^-18): mean 16, sd 4
+
+
+def test_stochastic_keeps_a_decoupled_decay_below_float32_spacing():
+    """AdamW's decay of weights of 1.0 by lr * weight_decay = 2^-26 (no gradient): rounded once
+    from the exact value with the step, as the update above; float32 weights keep torch's order
+    (the decay, then the step: tests against torch above)."""
+    n = 1 << 22
+    w = np.ones(n, bfloat16)
+    AdamW([w], lr=2.0**-13, weight_decay=2.0**-13, rounding="stochastic", rng=0).step(
+        [np.zeros(n, np.float32)])
+    values = w.astype(np.float64)
+    assert set(np.unique(values)) <= {1.0 - 2.0**-8, 1.0}
+    assert 2 <= np.count_nonzero(values < 1) <= 40   # binomial(2^22, 2^-18)
 
 
 def test_pure_bfloat16_adam_stochastic_is_reproducible():
