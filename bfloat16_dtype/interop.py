@@ -326,6 +326,16 @@ def _install() -> None:
 
 # ---- DLPack -------------------------------------------------------------------------------
 
+def _int_pair(value: Any, keyword: str, names: str) -> tuple[int, int]:
+    """A __dlpack__ keyword that takes two ints, else TypeError naming it."""
+    try:
+        first, second = (int(v) for v in value)
+    except (TypeError, ValueError):
+        raise TypeError(f"__dlpack__: {keyword} must be None or a {names} tuple of ints, "
+                        f"got {value!r}") from None
+    return first, second
+
+
 class DLPackTensor:
     """A bfloat16 array seen through the DLPack protocol (what :func:`to_dlpack` returns).
 
@@ -344,21 +354,9 @@ class DLPackTensor:
             raise BufferError(f"bfloat16 arrays live in host memory: stream must be None, got {stream!r}")
         if copy is not None and not isinstance(copy, (bool, np.bool_)):
             raise TypeError(f"__dlpack__: copy must be True, False or None, got {copy!r}")
-        major = 0
-        if max_version is not None:
-            try:
-                major, _minor = (int(v) for v in max_version)
-            except (TypeError, ValueError):
-                raise TypeError(f"__dlpack__: max_version must be None or a (major, minor) tuple "
-                                f"of ints, got {max_version!r}") from None
-        if dl_device is not None:
-            try:
-                device_type, device_id = (int(v) for v in dl_device)
-            except (TypeError, ValueError):
-                raise TypeError(f"__dlpack__: dl_device must be None or a (device_type, device_id) "
-                                f"tuple, got {dl_device!r}") from None
-            if (device_type, device_id) != (1, 0):
-                raise BufferError(f"bfloat16 arrays can only be exported to the CPU (1, 0), not {dl_device!r}")
+        major = 0 if max_version is None else _int_pair(max_version, "max_version", "(major, minor)")[0]
+        if dl_device is not None and _int_pair(dl_device, "dl_device", "(device_type, device_id)") != (1, 0):
+            raise BufferError(f"bfloat16 arrays can only be exported to the CPU (1, 0), not {dl_device!r}")
         arr = self._array.copy() if copy else self._array
         # a versioned capsule of a copy says so (IS_COPIED), as NumPy's does
         return _ext._dlpack_export(arr, major >= 1, bool(copy))
