@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _ext
 from ._ext import bfloat16
-from .interop import _dtype_text, _view_ml_bfloat16
+from .interop import _asarray, _dtype_text, _view_ml_bfloat16
 
 __all__ = ["ROUNDING_MODES", "to_bfloat16"]
 
@@ -34,20 +34,24 @@ ROUNDING_MODES = {"nearest_even": 0, "toward_zero": 1, "stochastic": 2}
 _BF16 = np.dtype(bfloat16)
 _SOURCES = (np.dtype(np.float32), np.dtype(np.float64))
 
-RngLike = Union[None, int, np.integer, np.random.Generator]
+RngLike = Union[None, int, np.integer, np.random.Generator, np.random.SeedSequence,
+                np.random.BitGenerator]
 
 
 def _generator(rng: RngLike, owner: str = "to_bfloat16") -> np.random.Generator:
+    """What np.random.default_rng takes (tests/test_rounding.py::test_rng_forms_like_default_rng),
+    but bools and the legacy RandomState."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None:
-        return np.random.default_rng()
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng)
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
         if rng < 0:
             raise ValueError(f"{owner}: rng seed must be non-negative, got {rng!r}")
         return np.random.default_rng(int(rng))
     raise TypeError(
-        f"{owner}: rng must be None, an int seed or a numpy.random.Generator, got {rng!r}"
+        f"{owner}: rng must be None, an int seed, a numpy.random.Generator, SeedSequence or "
+        f"BitGenerator, got {rng!r}"
     )
 
 
@@ -85,9 +89,10 @@ def to_bfloat16(
     flush_subnormals : bool
         Replace subnormal results (magnitude below 2^-126) by zero of the same sign, as TPUs
         do. Applied after rounding, so stochastic rounding is then no longer unbiased there.
-    rng : None, int or numpy.random.Generator
+    rng : None, int, numpy.random.Generator, SeedSequence or BitGenerator
         Source of the random bits of stochastic rounding: a Generator (its state advances),
-        an int seed (reproducible) or None (fresh entropy). Only valid with ``"stochastic"``.
+        an int seed, a SeedSequence or a BitGenerator (as ``np.random.default_rng`` takes
+        them; reproducible) or None (fresh entropy). Only valid with ``"stochastic"``.
     out : bfloat16 ndarray, optional
         Destination with the shape of ``x``; writeable. Checked before anything is written.
 
@@ -117,7 +122,9 @@ def to_bfloat16(
         raise TypeError("to_bfloat16: x is a masked array, whose mask the result would lose; "
                         "round x.data and mask the result again (np.ma.array(to_bfloat16("
                         "x.data), mask=x.mask)), or use x.astype(bfloat16)")
-    arr = np.asarray(x)
+    # a torch.bfloat16 tensor too, refused below by its dtype rather than by torch's error
+    # (tests/test_rounding.py::test_torch_tensors_are_read)
+    arr = _asarray(x)
     if not arr.dtype.isnative:
         # byte-swapped: a native copy, as astype(bfloat16) reads it (the kernel reads native
         # order only; tests/test_rounding.py::test_byte_swapped_input)

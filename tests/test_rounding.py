@@ -504,3 +504,28 @@ def test_masked_arrays_are_refused():
     for r in (kept, cast):
         assert r.dtype == np.dtype(bfloat16) and r.mask.tolist() == [False, True, False]
         assert r.compressed().astype(np.float32).tolist() == [1.5, 3.0]
+
+
+def test_torch_tensors_are_read():
+    """A CPU torch float32 tensor is rounded like its array; a torch.bfloat16 tensor (which
+    NumPy cannot read: torch raised "Got unsupported ScalarType BFloat16") gets this function's
+    own dtype error, as a bfloat16 array does."""
+    torch = pytest.importorskip("torch", reason="torch not installed")
+    t = torch.tensor([1.0, 1.0 + 2.0**-8 + 2.0**-20])
+    assert to_bfloat16(t).view(np.uint16).tolist() == [0x3F80, 0x3F81]
+    with pytest.raises(TypeError, match="x must be float32 or float64, got dtype bfloat16_dtype.bfloat16"):
+        to_bfloat16(t.to(torch.bfloat16))
+
+
+def test_rng_forms_like_default_rng():
+    """rng takes what np.random.default_rng takes (a Generator, an int seed, a SeedSequence, a
+    BitGenerator), each drawing the bits the equal Generator draws; the legacy RandomState and
+    bools are refused."""
+    x = np.linspace(1, 2, 1000, dtype=np.float32) + np.float32(2.0**-12)
+    want = to_bfloat16(x, "stochastic", rng=np.random.default_rng(5)).view(np.uint16)
+    for rng in (5, np.random.SeedSequence(5), np.random.PCG64(5)):
+        got = to_bfloat16(x, "stochastic", rng=rng).view(np.uint16)
+        np.testing.assert_array_equal(got, want)
+    for bad in (np.random.RandomState(5), True):
+        with pytest.raises(TypeError, match="rng must be"):
+            to_bfloat16(x, "stochastic", rng=bad)
