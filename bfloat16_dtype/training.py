@@ -351,11 +351,11 @@ class _Optimizer:
         return out
 
     def _write(self, p: np.ndarray, w: np.ndarray, delta: np.ndarray) -> None:
-        """Store ``w - delta`` (float32 operands) in ``p``: in float32 for float32 params,
-        rounded once to bfloat16 otherwise. Stochastic rounding subtracts in float64 (exact
-        to 2^-53 of w) and rounds from there: in float32 an update below half of w's float32
-        spacing would vanish before the random rounding and larger ones would be biased
-        (tests/test_training.py::test_stochastic_keeps_updates_below_float32_spacing)."""
+        """Store ``w - delta`` (float32 operands) in ``p``. float32 params take the float32
+        difference; nearest-even rounds that difference to bfloat16; stochastic rounding
+        subtracts in float64 (to 2^-53 of w) and rounds from there, since in float32 an update
+        below half of w's float32 spacing would vanish before the random rounding and larger
+        ones would be biased (tests/test_training.py::test_stochastic_keeps_updates_below_float32_spacing)."""
         if p.dtype.type is np.float32:
             p[...] = w - delta
         elif self.rounding == "stochastic":
