@@ -728,22 +728,20 @@ def render_machine(info: dict[str, Any]) -> str:
             f"- CPU used by other processes during the run: {info['other_processes_cores']:.2f} cores "
             "on average"
         )
-    removed = info.get("blas_env_removed") or {}
-    if removed:
-        shown = ", ".join(f"{k}={v}" for k, v in removed.items())
-        lines.append(
-            f"- float32 BLAS: {shown} were set in the environment (they fix OpenBLAS's kernel to that core type) "
-            "and were removed for this run, so float32 runs on OpenBLAS's best kernel for this CPU "
-            "(the thread-pool line above shows the kernel threadpoolctl reports); the table *float32 "
-            "BLAS with and without the forced core type* shows both"
-        )
-    kept = info.get("blas_env_kept") or {}
-    if kept:
-        shown = ", ".join(f"{k}={v}" for k, v in kept.items())
-        lines.append(
-            f"- float32 BLAS: {shown} kept (--keep-blas-env): float32 runs on the kernel they "
-            "force, not necessarily OpenBLAS's best for this CPU"
-        )
+    # OPENBLAS_CORETYPE & co.: removed by run.py (the usual case) or kept with --keep-blas-env
+    blas_env_lines = {
+        "blas_env_removed": "were set in the environment (they fix OpenBLAS's kernel to that core type) "
+        "and were removed for this run, so float32 runs on OpenBLAS's best kernel for this CPU "
+        "(the thread-pool line above shows the kernel threadpoolctl reports); the table *float32 "
+        "BLAS with and without the forced core type* shows both",
+        "blas_env_kept": "kept (--keep-blas-env): float32 runs on the kernel they force, not "
+        "necessarily OpenBLAS's best for this CPU",
+    }
+    for key, what in blas_env_lines.items():
+        env = info.get(key) or {}
+        if env:
+            shown = ", ".join(f"{k}={v}" for k, v in env.items())
+            lines.append(f"- float32 BLAS: {shown} {what}")
     for key, desc in info["contenders"].items():
         lines.append(f"- Contender `{key}`: {desc}")
     for reason in info.get("crashing_operations", {}).values():
